@@ -1,0 +1,144 @@
+#include "app.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "core/clock.h"
+#include "core/metrics.h"
+#include "engines/tokens.h"
+#include "protocol/mcp_server.h"
+#include "store/store.h"
+#include "transport/http_router.h"
+#include "transport/http_server.h"
+#include "transport/stdio.h"
+
+namespace cortex {
+
+const char kCortexInstructions[] =
+    "Cortex is the user's chief of staff: it keeps a world model of their messages, calendar "
+    "blocks and counterparties, triages what comes in, and acts for them only as far as it is "
+    "trusted. Every decision can be explained from stored evidence.";
+
+namespace {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+
+Result<HostPort> ParseListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
+    return Status::InvalidArgument("--listen must be HOST:PORT, got '" + listen + "'");
+  }
+  HostPort hp;
+  hp.host = listen.substr(0, colon);
+  if (hp.host.size() > 2 && hp.host.front() == '[' && hp.host.back() == ']') {
+    hp.host = hp.host.substr(1, hp.host.size() - 2);
+  }
+  if (hp.host == "localhost") hp.host = "127.0.0.1";
+  try {
+    int port = std::stoi(listen.substr(colon + 1));
+    if (port < 0 || port > 65535) throw std::out_of_range("port");
+    hp.port = static_cast<uint16_t>(port);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("--listen port must be 0-65535, got '" + listen + "'");
+  }
+  return hp;
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
+  auto hp = ParseListen(options.listen);
+  if (!hp.ok()) {
+    spdlog::error("{}", hp.status().message());
+    return 2;
+  }
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(hp->host, ec);
+  if (ec) {
+    spdlog::error("--listen: '{}' is not an IP address", hp->host);
+    return 2;
+  }
+  if (options.insecure_no_auth && !address.is_loopback()) {
+    spdlog::error("--insecure-no-auth refuses to listen on {}: only loopback addresses are "
+                  "allowed without authentication",
+                  hp->host);
+    return 2;
+  }
+  auto store = OpenSqliteStore(options.data_dir);
+  if (!store.ok()) {
+    spdlog::error("cannot open store: {}", store.status().message());
+    return 1;
+  }
+  const Clock& clock = ProcessClock();
+  ToolRegistry registry;
+  if (Status st = register_tools(registry); !st.ok()) {
+    spdlog::error("tool registration failed: {}", st.message());
+    return 1;
+  }
+  AuthContext anonymous;
+  if (options.insecure_no_auth) {
+    auto ws = EnsureWorkspace(**store, clock, options.anonymous_workspace);
+    if (!ws.ok()) {
+      spdlog::error("{}", ws.status().message());
+      return 1;
+    }
+    anonymous = AuthContext{ws->id, ws->name, "", kScopeRead | kScopeAct | kScopeAdmin};
+    spdlog::warn("--insecure-no-auth: every request acts as workspace '{}' with all scopes; "
+                 "never use this outside tests",
+                 ws->name);
+  }
+  McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions});
+  RouterOptions router_options;
+  router_options.insecure_no_auth = options.insecure_no_auth;
+  router_options.allowed_origins = options.allowed_origins;
+  router_options.allowed_hosts = options.allowed_hosts;
+  // Host checks guard loopback servers against DNS rebinding. A server listening on a
+  // public address is reached by names we cannot guess, unless the operator lists them.
+  router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
+  HttpRouter router(mcp, **store, clock, router_options, anonymous);
+  Metrics metrics;
+  HttpServer server(router, metrics, HttpServerOptions{hp->host, hp->port, options.threads});
+  auto port = server.Bind();
+  if (!port.ok()) {
+    spdlog::error("{}", port.status().message());
+    return 1;
+  }
+  std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
+  spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
+               options.data_dir);
+  server.Run();
+  spdlog::info("stopped");
+  return 0;
+}
+
+int RunStdio(const std::string& data_dir, const std::string& token,
+             const RegisterTools& register_tools) {
+  auto store = OpenSqliteStore(data_dir);
+  if (!store.ok()) {
+    spdlog::error("cannot open store: {}", store.status().message());
+    return 1;
+  }
+  auto auth = Authenticate(**store, token);
+  if (!auth.ok()) {
+    spdlog::error("CORTEX_TOKEN: {}", auth.status().message());
+    return 1;
+  }
+  ToolRegistry registry;
+  if (Status st = register_tools(registry); !st.ok()) {
+    spdlog::error("tool registration failed: {}", st.message());
+    return 1;
+  }
+  McpServer mcp(registry, **store, ProcessClock(),
+                ServerInfo{.instructions = kCortexInstructions});
+  Metrics metrics;
+  spdlog::info("cortex {} serving MCP on stdio for workspace '{}'", CORTEX_VERSION,
+               auth->workspace_name);
+  return ServeStdio(mcp, *auth, metrics, std::cin, std::cout);
+}
+
+}  // namespace cortex

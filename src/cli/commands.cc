@@ -1,0 +1,119 @@
+#include "cli/commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/time.h"
+#include "engines/demo_world.h"
+#include "engines/ingest.h"
+#include "engines/tokens.h"
+#include "store/store.h"
+
+namespace cortex {
+namespace {
+
+int Fail(const Status& st) {
+  std::cerr << "error: " << st.message() << "\n";
+  return st.code() == Code::kInvalidArgument ? 2 : 1;
+}
+
+Result<std::unique_ptr<Store>> Open(const std::string& data) { return OpenSqliteStore(data); }
+
+void PrintReport(const IngestReport& r) {
+  std::cout << "ingested " << r.episodes_added << " episodes, " << r.entities_added
+            << " new entities, " << r.entities_updated << " updated entities, " << r.duplicates
+            << " duplicates skipped; world_version " << r.world_version << "\n";
+}
+
+}  // namespace
+
+int CmdTokenCreate(const std::string& data, const std::string& workspace,
+                   const std::string& scopes, const std::string& label) {
+  auto parsed = ParseScopes(scopes);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto token = CreateToken(**store, ProcessClock(), workspace, *parsed, label);
+  if (!token.ok()) return Fail(token.status());
+  std::cout << token->secret << "\n";  // the only time the secret is shown
+  return 0;
+}
+
+int CmdTokenList(const std::string& data, const std::string& workspace) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  std::vector<TokenRecord> tokens;
+  Status st = (*store)->Read([&](ReadTx& tx) {
+    auto list = tx.ListTokens(ws->id);
+    if (!list.ok()) return list.status();
+    tokens = std::move(*list);
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  std::cout << "ID\tSCOPES\tCREATED\tSTATUS\tLABEL\n";
+  for (const TokenRecord& t : tokens) {
+    std::cout << t.id << "\t" << FormatScopes(t.scopes) << "\t" << FormatTime(t.created_at)
+              << "\t" << (t.revoked_at ? "revoked " + FormatTime(*t.revoked_at) : "active")
+              << "\t" << t.label << "\n";
+  }
+  return 0;
+}
+
+int CmdTokenRevoke(const std::string& data, const std::string& workspace,
+                   const std::string& token_id) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  Status st = RevokeToken(**store, ProcessClock(), workspace, token_id);
+  if (!st.ok()) return Fail(st);
+  std::cout << "revoked " << token_id << "\n";
+  return 0;
+}
+
+int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file) {
+  std::string body;
+  if (file == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return Fail(Status::InvalidArgument("cannot read " + file));
+    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = EnsureWorkspace(**store, ProcessClock(), workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  auto report = IngestJsonl(**store, ProcessClock(), ws->id, body);
+  if (!report.ok()) return Fail(report.status());
+  PrintReport(*report);
+  return 0;
+}
+
+int CmdMigrate(const std::string& data) {
+  auto store = Open(data);  // opening applies pending migrations
+  if (!store.ok()) return Fail(store.status());
+  auto version = (*store)->SchemaVersion();
+  if (!version.ok()) return Fail(version.status());
+  std::cout << "schema at migration " << *version << "\n";
+  return 0;
+}
+
+int CmdDemo(const std::string& data) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = EnsureWorkspace(**store, ProcessClock(), "demo");
+  if (!ws.ok()) return Fail(ws.status());
+  auto report = IngestJsonl(**store, ProcessClock(), ws->id, DemoWorldJsonl());
+  if (!report.ok()) return Fail(report.status());
+  std::cout << "workspace demo: ";
+  PrintReport(*report);
+  return 0;
+}
+
+}  // namespace cortex

@@ -1,0 +1,18 @@
+// The administrative subcommands. Each returns the process exit code: 0 success,
+// 1 failure, 2 bad usage. Results go to stdout, diagnostics to stderr.
+#pragma once
+
+#include <string>
+
+namespace cortex {
+
+int CmdTokenCreate(const std::string& data, const std::string& workspace,
+                   const std::string& scopes, const std::string& label);
+int CmdTokenList(const std::string& data, const std::string& workspace);
+int CmdTokenRevoke(const std::string& data, const std::string& workspace,
+                   const std::string& token_id);
+int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file);
+int CmdMigrate(const std::string& data);
+int CmdDemo(const std::string& data);
+
+}  // namespace cortex

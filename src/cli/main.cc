@@ -1,0 +1,113 @@
+// The `cortex` command line. Every subcommand takes --data DIR (the SQLite store).
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "app.h"
+#include "cli/commands.h"
+#include "core/log.h"
+#include "tools/cortex_tools.h"
+
+int main(int argc, char** argv) {
+  using namespace cortex;
+  CLI::App app{"Cortex: a chief-of-staff agent backend, driven over MCP"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", CORTEX_VERSION);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+
+  std::string data_dir;
+  auto add_data = [&](CLI::App* cmd) {
+    cmd->add_option("--data", data_dir, "Data directory (SQLite store)")->required();
+  };
+  int rc = 0;
+
+  // serve
+  ServeOptions serve;
+  auto* serve_cmd = app.add_subcommand("serve", "Serve MCP over HTTP until SIGTERM");
+  add_data(serve_cmd);
+  serve_cmd->add_option("--listen", serve.listen, "HOST:PORT to listen on")
+      ->capture_default_str();
+  serve_cmd->add_flag("--insecure-no-auth", serve.insecure_no_auth,
+                      "Accept requests without a token (loopback only; for test suites)");
+  serve_cmd->add_option("--workspace", serve.anonymous_workspace,
+                        "With --insecure-no-auth: the workspace requests act as")
+      ->capture_default_str();
+  serve_cmd->add_option("--allow-origin", serve.allowed_origins,
+                        "An Origin allowed besides loopback ones (repeatable)");
+  serve_cmd->add_option("--allow-host", serve.allowed_hosts,
+                        "A Host name allowed besides loopback ones (repeatable)");
+  serve_cmd->add_option("--threads", serve.threads, "I/O threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  serve_cmd->callback([&] {
+    serve.data_dir = data_dir;
+    rc = RunServe(serve, RegisterCortexTools);
+  });
+
+  // mcp --stdio
+  auto* mcp_cmd = app.add_subcommand("mcp", "Serve MCP on stdin/stdout (token in CORTEX_TOKEN)");
+  add_data(mcp_cmd);
+  bool stdio = false;
+  mcp_cmd->add_flag("--stdio", stdio, "Use the stdio transport")->required();
+  mcp_cmd->callback([&] {
+    const char* token = std::getenv("CORTEX_TOKEN");
+    if (token == nullptr || *token == '\0') {
+      std::cerr << "cortex mcp --stdio: set CORTEX_TOKEN to a token from "
+                   "`cortex token create`\n";
+      rc = 2;
+      return;
+    }
+    rc = RunStdio(data_dir, token, RegisterCortexTools);
+  });
+
+  // token create|list|revoke
+  auto* token_cmd = app.add_subcommand("token", "Manage bearer tokens");
+  token_cmd->require_subcommand(1);
+  std::string workspace, scopes = "read", label, token_id;
+  auto* create = token_cmd->add_subcommand("create", "Create a token; prints only the token");
+  add_data(create);
+  create->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
+  create->add_option("--scopes", scopes, "Comma-separated: read, act, admin")
+      ->capture_default_str();
+  create->add_option("--label", label, "A note to recognise the token by");
+  create->callback([&] { rc = CmdTokenCreate(data_dir, workspace, scopes, label); });
+  auto* list = token_cmd->add_subcommand("list", "List a workspace's tokens (never secrets)");
+  add_data(list);
+  list->add_option("--workspace", workspace, "Workspace")->required();
+  list->callback([&] { rc = CmdTokenList(data_dir, workspace); });
+  auto* revoke = token_cmd->add_subcommand("revoke", "Revoke a token at once");
+  add_data(revoke);
+  revoke->add_option("--workspace", workspace, "Workspace")->required();
+  revoke->add_option("token_id", token_id, "The token's id (tok_...)")->required();
+  revoke->callback([&] { rc = CmdTokenRevoke(data_dir, workspace, token_id); });
+
+  // ingest
+  auto* ingest = app.add_subcommand("ingest", "Ingest a JSONL file of entities and episodes");
+  add_data(ingest);
+  std::string file;
+  ingest->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
+  ingest->add_option("file", file, "FILE.jsonl, or - for stdin")->required();
+  ingest->callback([&] { rc = CmdIngest(data_dir, workspace, file); });
+
+  // migrate
+  auto* migrate = app.add_subcommand("migrate", "Apply pending schema migrations");
+  add_data(migrate);
+  migrate->callback([&] { rc = CmdMigrate(data_dir); });
+
+  // demo
+  auto* demo = app.add_subcommand("demo", "Create (idempotently) the 'demo' workspace");
+  add_data(demo);
+  demo->callback([&] { rc = CmdDemo(data_dir); });
+
+  app.parse_complete_callback([&] { InitLogging(log_level); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (!spdlog::get("cortex")) InitLogging(log_level);
+    return app.exit(e);
+  }
+  return rc;
+}

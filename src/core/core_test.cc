@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/crypto.h"
+#include "core/ids.h"
+#include "core/json_schema.h"
+#include "core/time.h"
+
+namespace cortex {
+namespace {
+
+TEST(TimeTest, RoundTripsUtc) {
+  auto t = ParseTime("2026-05-12T13:24:00Z");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(FormatTime(*t), "2026-05-12T13:24:00Z");
+  EXPECT_EQ(ToUnixMillis(*t), 1778592240000);
+}
+
+TEST(TimeTest, ConvertsOffsetsToUtcAndKeepsMillis) {
+  auto t = ParseTime("2026-05-12T15:24:00.250+02:00");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(FormatTime(*t), "2026-05-12T13:24:00.250Z");
+}
+
+TEST(TimeTest, RefusesWhatIsNotRfc3339) {
+  for (const char* bad : {"", "2026-05-12", "2026-05-12 13:24:00Z", "2026-02-30T00:00:00Z",
+                          "2026-05-12T24:00:00Z", "2026-05-12T13:24:00", "2026-05-12T13:24:00Zx",
+                          "2026-05-12T13:24:00+2:00"}) {
+    auto t = ParseTime(bad);
+    EXPECT_FALSE(t.ok()) << bad;
+    if (!t.ok()) {
+      EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+    }
+  }
+}
+
+TEST(IdsTest, PrefixedSortableAndUnique) {
+  FixedClock clock(*ParseTime("2026-06-10T14:32:00Z"));
+  std::set<std::string> seen;
+  std::string prev;
+  for (int i = 0; i < 1000; ++i) {
+    std::string id = NewId("dec_", clock);
+    EXPECT_TRUE(IsId(id, "dec_")) << id;
+    EXPECT_GT(id, prev);  // strictly increasing even within one millisecond
+    prev = id;
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_FALSE(IsId("dec_01HXP9COMM", "dec_"));
+  EXPECT_FALSE(IsId(NewId("ep_", clock), "dec_"));
+}
+
+TEST(IdsTest, LaterClockSortsLater) {
+  FixedClock clock(*ParseTime("2026-06-10T14:32:00Z"));
+  std::string a = NewId("ep_", clock);
+  clock.Advance(std::chrono::milliseconds(1));
+  std::string b = NewId("ep_", clock);
+  EXPECT_LT(a, b);
+}
+
+TEST(CryptoTest, Sha256KnownAnswer) {
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string out;
+  ASSERT_TRUE(Base64Decode("SGVsbG8sIOS4lueVjA==", &out));
+  EXPECT_EQ(out, "Hello, 世界");
+  EXPECT_FALSE(Base64Decode("abc", &out));
+}
+
+TEST(JsonSchemaTest, NamesTheFailingField) {
+  auto schema = JsonSchema::Compile(nlohmann::json::parse(R"({
+    "type": "object", "required": ["to"], "additionalProperties": false,
+    "properties": {"to": {"type": "string", "maxLength": 5}, "tags": {"type": "array",
+      "items": {"type": "string"}}}})"));
+  ASSERT_TRUE(schema.ok());
+  EXPECT_TRUE(schema->Validate({{"to", "sarah"}}).ok());
+  Status missing = schema->Validate(nlohmann::json::object());
+  EXPECT_EQ(missing.code(), Code::kInvalidArgument);
+  EXPECT_NE(missing.message().find("'to'"), std::string::npos) << missing.message();
+  Status wrong_type = schema->Validate({{"to", 42}});
+  EXPECT_NE(wrong_type.message().find("'to'"), std::string::npos) << wrong_type.message();
+  Status nested = schema->Validate({{"to", "a"}, {"tags", {"x", 1}}});
+  EXPECT_NE(nested.message().find("'tags.1'"), std::string::npos) << nested.message();
+  Status extra = schema->Validate({{"to", "a"}, {"cc", "b"}});
+  EXPECT_FALSE(extra.ok());
+}
+
+}  // namespace
+}  // namespace cortex

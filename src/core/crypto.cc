@@ -1,0 +1,52 @@
+#include "core/crypto.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace cortex {
+namespace {
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kHex[p[i] >> 4];
+    out[2 * i + 1] = kHex[p[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("EVP_Digest failed");
+  }
+  return Hex(md, len);
+}
+
+std::string RandomHex(size_t n) {
+  std::vector<unsigned char> buf(n);
+  if (RAND_bytes(buf.data(), static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes");
+  return Hex(buf.data(), n);
+}
+
+bool Base64Decode(std::string_view in, std::string* out) {
+  if (in.size() % 4 != 0) return false;
+  std::vector<unsigned char> buf(in.size() / 4 * 3 + 1);
+  int n = EVP_DecodeBlock(buf.data(), reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  if (n < 0) return false;
+  size_t pad = 0;
+  if (!in.empty() && in.back() == '=') ++pad;
+  if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
+  out->assign(reinterpret_cast<char*>(buf.data()), static_cast<size_t>(n) - pad);
+  return true;
+}
+
+}  // namespace cortex

@@ -1,0 +1,18 @@
+// Hashing and randomness, from OpenSSL.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace cortex {
+
+// Lowercase hex SHA-256 of `data`.
+std::string Sha256Hex(std::string_view data);
+
+// `n` bytes from the OS CSPRNG, as lowercase hex (2n characters).
+std::string RandomHex(size_t n);
+
+// Standard base64 decoding; returns false on malformed input.
+bool Base64Decode(std::string_view in, std::string* out);
+
+}  // namespace cortex

@@ -1,0 +1,18 @@
+// Prefixed ULIDs: "ep_" + 26 Crockford base-32 characters, time-sortable.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+
+namespace cortex {
+
+// A new id such as "ep_01HXR4M9TZ...". Ids made by one process are strictly increasing,
+// even within one millisecond. Thread-safe.
+std::string NewId(std::string_view prefix, const Clock& clock);
+
+// True iff `id` is `prefix` followed by a well-formed ULID.
+bool IsId(std::string_view id, std::string_view prefix);
+
+}  // namespace cortex

@@ -1,0 +1,71 @@
+#include "core/json_schema.h"
+
+#include <nlohmann/json.hpp>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+namespace cortex {
+namespace {
+
+// valijson reports a path like {"<root>", "[to]"} or {"<root>", "[tags]", "[2]"}.
+std::string FieldPath(const std::vector<std::string>& context) {
+  std::string path;
+  for (const std::string& part : context) {
+    if (part == "<root>") continue;
+    std::string name = part;
+    if (name.size() >= 2 && name.front() == '[' && name.back() == ']') {
+      name = name.substr(1, name.size() - 2);
+    }
+    if (!path.empty()) path += '.';
+    path += name;
+  }
+  return path;
+}
+
+}  // namespace
+
+Result<JsonSchema> JsonSchema::Compile(const nlohmann::json& schema) {
+  auto compiled = std::make_shared<valijson::Schema>();
+  try {
+    valijson::SchemaParser parser;
+    valijson::adapters::NlohmannJsonAdapter adapter(schema);
+    parser.populateSchema(adapter, *compiled);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("invalid JSON Schema: ") + e.what());
+  }
+  JsonSchema out;
+  out.schema_ = std::move(compiled);
+  return out;
+}
+
+Status JsonSchema::Validate(const nlohmann::json& doc) const {
+  valijson::Validator validator(valijson::Validator::kStrongTypes);
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(doc);
+  if (validator.validate(*schema_, target, &results)) return Status::Ok();
+  // valijson reports the outermost failure last and the most specific first; the first
+  // error is the one that names the field.
+  valijson::ValidationResults::Error error;
+  std::string message;
+  if (results.popError(error)) {
+    std::string field = FieldPath(error.context);
+    std::string desc = error.description;
+    // "Missing required property 'x'." is about field x, not the object that lacks it.
+    const std::string kMissing = "Missing required property '";
+    if (desc.rfind(kMissing, 0) == 0) {
+      std::string name = desc.substr(kMissing.size());
+      name = name.substr(0, name.find('\''));
+      field = field.empty() ? name : field + "." + name;
+      desc = "required field is missing";
+    }
+    message = field.empty() ? desc : "field '" + field + "': " + desc;
+  } else {
+    message = "arguments do not match the schema";
+  }
+  return Status::InvalidArgument(message);
+}
+
+}  // namespace cortex

@@ -1,0 +1,30 @@
+// JSON Schema validation (valijson over nlohmann::json). One compiled schema validates
+// many documents; errors name the offending field.
+#pragma once
+
+#include <memory>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace valijson {
+class Schema;
+}
+
+namespace cortex {
+
+class JsonSchema {
+ public:
+  // Compiles `schema`; InvalidArgument if it is not a schema valijson understands.
+  static Result<JsonSchema> Compile(const nlohmann::json& schema);
+
+  // OK, or InvalidArgument whose message names the first failing field, e.g.
+  // "field 'identifier': missing required property". Thread-safe.
+  Status Validate(const nlohmann::json& doc) const;
+
+ private:
+  std::shared_ptr<const valijson::Schema> schema_;
+};
+
+}  // namespace cortex

@@ -1,0 +1,332 @@
+#include "engines/ingest.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <variant>
+
+#include "core/ids.h"
+#include "core/json_schema.h"
+#include "core/limits.h"
+#include "core/time.h"
+#include "engines/identifiers.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+const JsonSchema& EntitySchema() {
+  static const JsonSchema schema = *JsonSchema::Compile({
+      {"type", "object"},
+      {"additionalProperties", false},
+      {"required", {"type", "name", "identifiers"}},
+      {"properties",
+       {{"type", {{"const", "entity"}}},
+        {"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", limits::kMaxNameChars}}},
+        {"kind", {{"enum", {"person", "organization"}}}},
+        {"identifiers",
+         {{"type", "array"},
+          {"minItems", 1},
+          {"maxItems", 32},
+          {"items", {{"type", "string"}, {"maxLength", limits::kMaxIdentifierChars}}}}},
+        {"tags",
+         {{"type", "array"},
+          {"maxItems", limits::kMaxTagsPerEntity},
+          {"items",
+           {{"type", "string"},
+            {"pattern", "^[a-z0-9][a-z0-9_-]*$"},
+            {"maxLength", limits::kMaxTagChars}}}}}}},
+  });
+  return schema;
+}
+
+const JsonSchema& EpisodeSchema() {
+  auto text = [](size_t max) { return json{{"type", "string"}, {"maxLength", max}}; };
+  static const JsonSchema schema = *JsonSchema::Compile({
+      {"type", "object"},
+      {"additionalProperties", false},
+      {"required", {"type", "kind", "occurred_at", "summary"}},
+      {"properties",
+       {{"type", {{"const", "episode"}}},
+        {"kind", {{"enum", {"message_received", "message_sent", "calendar_block", "meeting"}}}},
+        {"occurred_at", text(64)},
+        {"ends_at", text(64)},
+        {"counterparty", text(limits::kMaxIdentifierChars)},
+        {"channel", {{"type", "string"}, {"pattern", "^[a-z][a-z0-9_-]*$"}, {"maxLength", 32}}},
+        {"subject", text(limits::kMaxSubjectChars)},
+        {"summary",
+         {{"type", "string"}, {"minLength", 1}, {"maxLength", limits::kMaxSummaryChars}}},
+        {"body", text(limits::kMaxBodyChars)},
+        {"thread", text(200)},
+        {"external_id", {{"type", "string"}, {"minLength", 1}, {"maxLength", 200}}}}},
+  });
+  return schema;
+}
+
+// A validated entity line, identifiers normalised.
+struct EntityLine {
+  std::string name;
+  std::string kind;
+  std::vector<std::string> identifiers;
+  std::vector<std::string> tags;
+};
+
+// A validated episode line; the counterparty is resolved when the batch is applied.
+struct EpisodeLine {
+  Episode episode;
+  std::string counterparty;  // normalised identifier or entity id; empty if none
+};
+
+struct Line {
+  size_t number;
+  std::variant<EntityLine, EpisodeLine> item;
+};
+
+Status LineError(size_t n, const std::string& msg) {
+  return Status::InvalidArgument("line " + std::to_string(n) + ": " + msg);
+}
+
+Result<TimePoint> FieldTime(const json& obj, const char* field) {
+  auto t = ParseTime(obj.at(field).get<std::string>());
+  if (!t.ok()) return Status::InvalidArgument("field '" + std::string(field) + "': " +
+                                              t.status().message());
+  return t;
+}
+
+std::string Str(const json& obj, const char* field) {
+  auto it = obj.find(field);
+  return it == obj.end() ? std::string() : it->get<std::string>();
+}
+
+Result<Line> ParseLine(size_t n, std::string_view text) {
+  json obj = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded()) return LineError(n, "not valid JSON");
+  if (!obj.is_object()) return LineError(n, "expected a JSON object");
+  auto type = obj.find("type");
+  if (type == obj.end() || !type->is_string()) {
+    return LineError(n, "field 'type': required, \"entity\" or \"episode\"");
+  }
+  if (*type == "entity") {
+    Status st = EntitySchema().Validate(obj);
+    if (!st.ok()) return LineError(n, st.message());
+    EntityLine e{obj["name"], obj.value("kind", "person"), {}, {}};
+    std::set<std::string> seen;
+    for (size_t i = 0; i < obj["identifiers"].size(); ++i) {
+      auto id = NormalizeIdentifier(obj["identifiers"][i]);
+      if (!id.ok()) {
+        return LineError(n, "field 'identifiers." + std::to_string(i) + "': " +
+                                id.status().message());
+      }
+      if (seen.insert(*id).second) e.identifiers.push_back(*id);
+    }
+    if (obj.contains("tags")) {
+      std::set<std::string> tags(obj["tags"].begin(), obj["tags"].end());
+      e.tags.assign(tags.begin(), tags.end());
+    }
+    return Line{n, std::move(e)};
+  }
+  if (*type != "episode") {
+    return LineError(n, "field 'type': must be \"entity\" or \"episode\"");
+  }
+  Status st = EpisodeSchema().Validate(obj);
+  if (!st.ok()) return LineError(n, st.message());
+
+  EpisodeLine ep;
+  Episode& e = ep.episode;
+  e.kind = obj["kind"];
+  auto occurred = FieldTime(obj, "occurred_at");
+  if (!occurred.ok()) return LineError(n, occurred.status().message());
+  e.occurred_at = *occurred;
+  bool is_block = e.kind == "calendar_block" || e.kind == "meeting";
+  if (obj.contains("ends_at")) {
+    auto ends = FieldTime(obj, "ends_at");
+    if (!ends.ok()) return LineError(n, ends.status().message());
+    if (*ends <= e.occurred_at) return LineError(n, "field 'ends_at': must be after occurred_at");
+    e.ends_at = *ends;
+  } else if (is_block) {
+    return LineError(n, "field 'ends_at': required for a " + e.kind);
+  }
+  std::string cp = Str(obj, "counterparty");
+  if (!cp.empty()) {
+    if (cp.rfind("entity_", 0) == 0) {
+      if (!IsId(cp, "entity_")) return LineError(n, "field 'counterparty': malformed entity id");
+      ep.counterparty = cp;
+    } else {
+      auto id = NormalizeIdentifier(cp);
+      if (!id.ok()) return LineError(n, "field 'counterparty': " + id.status().message());
+      ep.counterparty = *id;
+    }
+  } else if (!is_block) {
+    return LineError(n, "field 'counterparty': required for a " + e.kind);
+  }
+  e.channel = obj.value("channel", is_block ? "calendar" : "email");
+  e.subject = Str(obj, "subject");
+  e.summary = obj["summary"];
+  e.body = Str(obj, "body");
+  e.thread = Str(obj, "thread");
+  if (obj.contains("external_id")) e.external_id = obj["external_id"].get<std::string>();
+  return Line{n, std::move(ep)};
+}
+
+// Applies one validated batch inside a write transaction.
+class BatchWriter {
+ public:
+  BatchWriter(WriteTx& tx, const Clock& clock, const std::string& ws, IngestReport& report)
+      : tx_(tx), clock_(clock), ws_(ws), report_(report) {}
+
+  Status Apply(const std::vector<Line>& lines) {
+    auto workspace = tx_.GetWorkspace(ws_);
+    if (!workspace.ok()) return workspace.status();
+    // Episodes are stamped with the version this batch creates; it is only published on
+    // the workspace if the batch changes something.
+    std::string wv = NewId("wv_", clock_);
+    for (const Line& line : lines) {
+      Status st = std::holds_alternative<EntityLine>(line.item)
+                      ? ApplyEntity(std::get<EntityLine>(line.item))
+                      : ApplyEpisode(std::get<EpisodeLine>(line.item), wv);
+      if (!st.ok()) return LineError(line.number, st.message());
+    }
+    if (changed_) {
+      CORTEX_RETURN_IF_ERROR(tx_.SetWorldVersion(ws_, wv));
+      report_.world_version = wv;
+    } else {
+      report_.world_version = workspace->world_version;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status ApplyEntity(const EntityLine& line) {
+    std::optional<Entity> existing;
+    for (const std::string& ident : line.identifiers) {
+      auto found = tx_.FindEntityByIdentifier(ws_, ident);
+      if (found.ok()) {
+        if (existing && existing->id != found->id) {
+          return Status::InvalidArgument("field 'identifiers': '" + ident +
+                                         "' already belongs to another entity (" +
+                                         found->id + ")");
+        }
+        existing = std::move(*found);
+      } else if (found.status().code() != Code::kNotFound) {
+        return found.status();
+      }
+    }
+    if (!existing) {
+      Entity e{NewId("entity_", clock_), ws_, line.kind, line.name, line.identifiers, line.tags,
+               clock_.Now()};
+      CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(e));
+      ++report_.entities_added;
+      changed_ = true;
+      return Status::Ok();
+    }
+    // Merge: the line's name wins; identifiers and tags are added, never removed.
+    bool updated = false;
+    if (existing->name != line.name) {
+      CORTEX_RETURN_IF_ERROR(tx_.SetEntityName(ws_, existing->id, line.name));
+      updated = true;
+    }
+    auto has = [](const std::vector<std::string>& v, const std::string& s) {
+      return std::find(v.begin(), v.end(), s) != v.end();
+    };
+    for (const std::string& ident : line.identifiers) {
+      if (has(existing->identifiers, ident)) continue;
+      CORTEX_RETURN_IF_ERROR(tx_.AddEntityIdentifier(ws_, existing->id, ident));
+      updated = true;
+    }
+    for (const std::string& tag : line.tags) {
+      if (has(existing->tags, tag)) continue;
+      CORTEX_RETURN_IF_ERROR(tx_.AddEntityTag(ws_, existing->id, tag));
+      updated = true;
+    }
+    if (updated) {
+      ++report_.entities_updated;
+      changed_ = true;
+    }
+    return Status::Ok();
+  }
+
+  Status ApplyEpisode(const EpisodeLine& line, const std::string& wv) {
+    Episode e = line.episode;
+    if (e.external_id) {
+      auto dup = tx_.EpisodeExternalIdExists(ws_, *e.external_id);
+      if (!dup.ok()) return dup.status();
+      if (*dup) {
+        ++report_.duplicates;
+        return Status::Ok();
+      }
+    }
+    if (!line.counterparty.empty()) {
+      auto entity = ResolveEntity(tx_, ws_, line.counterparty);
+      if (entity.ok()) {
+        e.entity_id = entity->id;
+      } else if (entity.status().code() != Code::kNotFound) {
+        return entity.status();
+      } else if (line.counterparty.rfind("entity_", 0) == 0) {
+        return Status::InvalidArgument("field 'counterparty': no entity " + line.counterparty +
+                                       " in this workspace");
+      } else {
+        // First contact: an address we have never seen becomes a new entity.
+        Entity fresh{NewId("entity_", clock_), ws_, "person", line.counterparty,
+                     {line.counterparty}, {}, clock_.Now()};
+        CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(fresh));
+        ++report_.entities_added;
+        e.entity_id = fresh.id;
+      }
+    }
+    e.id = NewId("ep_", clock_);
+    e.workspace_id = ws_;
+    e.world_version = wv;
+    e.created_at = clock_.Now();
+    CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
+    ++report_.episodes_added;
+    changed_ = true;
+    return Status::Ok();
+  }
+
+  WriteTx& tx_;
+  const Clock& clock_;
+  const std::string& ws_;
+  IngestReport& report_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl) {
+  std::vector<Line> lines;
+  size_t number = 0;
+  size_t pos = 0;
+  while (pos < jsonl.size()) {
+    size_t end = jsonl.find('\n', pos);
+    if (end == std::string_view::npos) end = jsonl.size();
+    std::string_view text = jsonl.substr(pos, end - pos);
+    pos = end + 1;
+    ++number;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+    if (text.size() > limits::kMaxIngestLineBytes) {
+      return LineError(number, "longer than " + std::to_string(limits::kMaxIngestLineBytes) +
+                                   " bytes");
+    }
+    if (lines.size() == limits::kMaxIngestLines) {
+      return LineError(number, "a batch holds at most " +
+                                   std::to_string(limits::kMaxIngestLines) + " lines");
+    }
+    auto line = ParseLine(number, text);
+    if (!line.ok()) return line.status();
+    lines.push_back(std::move(*line));
+  }
+  if (lines.empty()) return Status::InvalidArgument("the batch is empty");
+
+  IngestReport report;
+  Status st = store.Write([&](WriteTx& tx) {
+    report = IngestReport{};
+    return BatchWriter(tx, clock, ws_id, report).Apply(lines);
+  });
+  if (!st.ok()) return st;
+  report.lines = lines.size();
+  return report;
+}
+
+}  // namespace cortex

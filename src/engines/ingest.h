@@ -1,0 +1,29 @@
+// Ingest: JSONL batches of entities and episodes into one workspace's world model.
+// The format is documented in docs/ingest.md. A batch is all or nothing: every line is
+// validated first, then the whole batch is written in one transaction.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/store.h"
+
+namespace cortex {
+
+struct IngestReport {
+  size_t lines = 0;             // non-blank lines read
+  size_t episodes_added = 0;
+  size_t entities_added = 0;    // explicit entity lines and new counterparties
+  size_t entities_updated = 0;  // entity lines that added a name, identifier or tag
+  size_t duplicates = 0;        // episodes whose external_id was already stored
+  std::string world_version;    // after the batch (unchanged if the batch changed nothing)
+};
+
+// Ingests `jsonl` into workspace `ws_id`. On any bad line: InvalidArgument whose message
+// starts "line N: " and names the field; nothing is written.
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl);
+
+}  // namespace cortex

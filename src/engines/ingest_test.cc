@@ -1,0 +1,204 @@
+#include "engines/ingest.h"
+
+#include <gtest/gtest.h>
+
+#include "core/time.h"
+#include "engines/demo_world.h"
+#include "engines/tokens.h"
+#include "testing/temp_store.h"
+
+namespace cortex {
+namespace {
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto ws = EnsureWorkspace(*store_, clock_, "alpha");
+    ASSERT_TRUE(ws.ok());
+    ws_ = *ws;
+  }
+
+  WorldCounts Counts() {
+    WorldCounts c;
+    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
+      c = *tx.CountWorld(ws_.id);
+      return Status::Ok();
+    }).ok());
+    return c;
+  }
+
+  std::string WorldVersion() {
+    std::string wv;
+    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
+      wv = tx.GetWorkspace(ws_.id)->world_version;
+      return Status::Ok();
+    }).ok());
+    return wv;
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  Workspace ws_;
+};
+
+constexpr char kGood[] =
+    R"({"type":"entity","name":"Sarah Chen","identifiers":["Sarah@Northwind.example","@SarahC"],"tags":["vip","internal"]}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"sarah@northwind.example","subject":"Q3","summary":"Sarah: 'Can we talk?'","thread":"t1","external_id":"x-1"}
+{"type":"episode","kind":"calendar_block","occurred_at":"2026-06-10T09:00:00Z","ends_at":"2026-06-10T11:00:00Z","subject":"deep work","summary":"Focus block"}
+)";
+
+TEST_F(IngestTest, AcceptsAGoodBatchAndMovesTheWorldVersion) {
+  std::string before = WorldVersion();
+  auto report = IngestJsonl(*store_, clock_, ws_.id, kGood);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->lines, 3u);
+  EXPECT_EQ(report->episodes_added, 2u);
+  EXPECT_EQ(report->entities_added, 1u);
+  EXPECT_NE(report->world_version, before);
+  EXPECT_EQ(WorldVersion(), report->world_version);
+  EXPECT_EQ(Counts().episodes, 2);
+
+  // Identifiers are normalised: the entity is found by any spelling.
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    auto e = tx.FindEntityByIdentifier(ws_.id, "@sarahc");
+    EXPECT_TRUE(e.ok());
+    EXPECT_EQ(e->tags, (std::vector<std::string>{"internal", "vip"}));
+    return Status::Ok();
+  }).ok());
+}
+
+TEST_F(IngestTest, ABadLineRefusesTheWholeBatch) {
+  std::string before = WorldVersion();
+  std::string batch = kGood;
+  batch += R"({"type":"episode","kind":"message_received","occurred_at":"yesterday","counterparty":"a@b.example","summary":"x"})";
+  auto report = IngestJsonl(*store_, clock_, ws_.id, batch);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(report.status().message().rfind("line 4: field 'occurred_at':", 0), 0u)
+      << report.status().message();
+  EXPECT_EQ(Counts().episodes, 0);
+  EXPECT_EQ(Counts().entities, 0);
+  EXPECT_EQ(WorldVersion(), before);
+}
+
+TEST_F(IngestTest, ErrorsNameTheLineAndField) {
+  struct Case {
+    const char* line;
+    const char* expected_prefix;
+  };
+  const Case cases[] = {
+      {"not json", "line 1: not valid JSON"},
+      {"[1]", "line 1: expected a JSON object"},
+      {R"({"type":"meeting"})", "line 1: field 'type'"},
+      {R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","summary":"x"})",
+       "line 1: field 'counterparty': required"},
+      {R"({"type":"episode","kind":"tweet","occurred_at":"2026-06-10T08:55:00Z","summary":"x","counterparty":"a@b.example"})",
+       "line 1: field 'kind'"},
+      {R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","summary":"x","counterparty":"not-an-address"})",
+       "line 1: field 'counterparty'"},
+      {R"({"type":"episode","kind":"calendar_block","occurred_at":"2026-06-10T09:00:00Z","summary":"x"})",
+       "line 1: field 'ends_at': required"},
+      {R"({"type":"episode","kind":"calendar_block","occurred_at":"2026-06-10T09:00:00Z","ends_at":"2026-06-10T08:00:00Z","summary":"x"})",
+       "line 1: field 'ends_at': must be after"},
+      {R"({"type":"entity","name":"X","identifiers":[]})", "line 1: field 'identifiers'"},
+      {R"({"type":"entity","name":"X","identifiers":["x@y.example"],"mood":"happy"})", "line 1:"},
+      {R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","summary":"x","counterparty":"entity_01M8PS06M053VVFGPPNAWWM0AA"})",
+       "line 1: field 'counterparty': no entity"},
+  };
+  for (const Case& c : cases) {
+    auto report = IngestJsonl(*store_, clock_, ws_.id, c.line);
+    ASSERT_FALSE(report.ok()) << c.line;
+    EXPECT_EQ(report.status().message().rfind(c.expected_prefix, 0), 0u)
+        << c.line << " -> " << report.status().message();
+  }
+  EXPECT_EQ(Counts().episodes, 0);
+}
+
+TEST_F(IngestTest, EmptyBatchIsRefused) {
+  EXPECT_EQ(IngestJsonl(*store_, clock_, ws_.id, "\n  \n").status().code(),
+            Code::kInvalidArgument);
+}
+
+TEST_F(IngestTest, ExternalIdsDedupeAndAnUnchangedWorldKeepsItsVersion) {
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+  std::string wv = WorldVersion();
+  auto again = IngestJsonl(*store_, clock_, ws_.id,
+                           R"({"type":"entity","name":"Sarah Chen","identifiers":["@sarahc"],"tags":["vip"]}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"@sarahc","summary":"dup","external_id":"x-1"})");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->duplicates, 1u);
+  EXPECT_EQ(again->episodes_added, 0u);
+  EXPECT_EQ(again->entities_updated, 0u);
+  EXPECT_EQ(again->world_version, wv);
+  EXPECT_EQ(WorldVersion(), wv);
+}
+
+TEST_F(IngestTest, FirstContactCreatesAnEntity) {
+  auto report = IngestJsonl(*store_, clock_, ws_.id,
+                            R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"New.Person@Elsewhere.example","summary":"Hello"})");
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->entities_added, 1u);
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    EXPECT_TRUE(tx.FindEntityByIdentifier(ws_.id, "new.person@elsewhere.example").ok());
+    return Status::Ok();
+  }).ok());
+}
+
+TEST_F(IngestTest, MergesEntitiesAndRefusesIdentifierConflicts) {
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+  auto merged = IngestJsonl(*store_, clock_, ws_.id,
+                            R"({"type":"entity","name":"Sarah C.","identifiers":["@sarahc","+1 (555) 010-2030"],"tags":["board"]})");
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  EXPECT_EQ(merged->entities_updated, 1u);
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
+                          R"({"type":"entity","name":"Marcus","identifiers":["marcus@acme.example"]})")
+                  .ok());
+  auto conflict = IngestJsonl(*store_, clock_, ws_.id,
+                              R"({"type":"entity","name":"Both","identifiers":["@sarahc","marcus@acme.example"]})");
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_NE(conflict.status().message().find("already belongs to another entity"),
+            std::string::npos);
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    auto e = tx.FindEntityByIdentifier(ws_.id, "+15550102030");
+    EXPECT_TRUE(e.ok());
+    EXPECT_EQ(e->name, "Sarah C.");
+    return Status::Ok();
+  }).ok());
+}
+
+TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+  auto beta = EnsureWorkspace(*store_, clock_, "beta");
+  ASSERT_TRUE(beta.ok());
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    EXPECT_EQ(tx.FindEntityByIdentifier(beta->id, "@sarahc").status().code(), Code::kNotFound);
+    EXPECT_EQ(tx.CountWorld(beta->id)->episodes, 0);
+    return Status::Ok();
+  }).ok());
+  // The same external id in another workspace is not a duplicate.
+  auto report = IngestJsonl(*store_, clock_, beta->id, kGood);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->duplicates, 0u);
+}
+
+TEST_F(IngestTest, SurvivesReopen) {
+  auto report = IngestJsonl(*store_, clock_, ws_.id, kGood);
+  ASSERT_TRUE(report.ok());
+  store_.Reopen();
+  EXPECT_EQ(Counts().episodes, 2);
+  EXPECT_EQ(WorldVersion(), report->world_version);
+  EXPECT_EQ(*store_->SchemaVersion(), 1);
+}
+
+TEST_F(IngestTest, TheDemoWorldIngestsCleanlyAndIdempotently) {
+  auto first = IngestJsonl(*store_, clock_, ws_.id, DemoWorldJsonl());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_GT(first->episodes_added, 0u);
+  auto second = IngestJsonl(*store_, clock_, ws_.id, DemoWorldJsonl());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->episodes_added, 0u);
+  EXPECT_EQ(second->world_version, first->world_version);
+}
+
+}  // namespace
+}  // namespace cortex

@@ -1,0 +1,129 @@
+#include "engines/tokens.h"
+
+#include "core/crypto.h"
+#include "core/ids.h"
+
+namespace cortex {
+namespace {
+
+constexpr char kTokenPrefix[] = "ctk_";
+constexpr size_t kTokenRandomBytes = 24;  // 192 bits
+
+}  // namespace
+
+Result<unsigned> ParseScopes(const std::string& csv) {
+  unsigned scopes = 0;
+  size_t start = 0;
+  while (start <= csv.size()) {
+    size_t end = csv.find(',', start);
+    if (end == std::string::npos) end = csv.size();
+    std::string s = csv.substr(start, end - start);
+    if (s == "read") {
+      scopes |= kScopeRead;
+    } else if (s == "act") {
+      scopes |= kScopeAct;
+    } else if (s == "admin") {
+      scopes |= kScopeAdmin;
+    } else {
+      return Status::InvalidArgument("unknown scope '" + s + "' (scopes: read, act, admin)");
+    }
+    start = end + 1;
+  }
+  return scopes;
+}
+
+std::string FormatScopes(unsigned scopes) {
+  std::string out;
+  auto add = [&](const char* s) { out += out.empty() ? s : std::string(",") + s; };
+  if (scopes & kScopeRead) add("read");
+  if (scopes & kScopeAct) add("act");
+  if (scopes & kScopeAdmin) add("admin");
+  return out;
+}
+
+Status ValidateWorkspaceName(const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 64 && name[0] != '-' && name[0] != '_';
+  for (char c : name) {
+    ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  }
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument("workspace name '" + name +
+                                 "' must be 1-64 characters of a-z, 0-9, '-' and '_'");
+}
+
+Result<Workspace> FindWorkspace(Store& store, const std::string& name) {
+  std::optional<Workspace> found;
+  Status st = store.Read([&](ReadTx& tx) {
+    auto w = tx.FindWorkspaceByName(name);
+    if (!w.ok()) return w.status();
+    found = std::move(*w);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return *found;
+}
+
+Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::string& name) {
+  CORTEX_RETURN_IF_ERROR(ValidateWorkspaceName(name));
+  std::optional<Workspace> out;
+  Status st = store.Write([&](WriteTx& tx) {
+    auto existing = tx.FindWorkspaceByName(name);
+    if (existing.ok()) {
+      out = std::move(*existing);
+      return Status::Ok();
+    }
+    if (existing.status().code() != Code::kNotFound) return existing.status();
+    Workspace w{NewId("ws_", clock), name, NewId("wv_", clock), NewId("av_", clock),
+                clock.Now()};
+    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
+    out = std::move(w);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return *out;
+}
+
+Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string& ws_name,
+                             unsigned scopes, const std::string& label) {
+  if (scopes == 0) return Status::InvalidArgument("a token needs at least one scope");
+  auto ws = EnsureWorkspace(store, clock, ws_name);
+  if (!ws.ok()) return ws.status();
+  NewToken t;
+  t.secret = kTokenPrefix + RandomHex(kTokenRandomBytes);
+  t.record = TokenRecord{NewId("tok_", clock), ws->id, Sha256Hex(t.secret), label, scopes,
+                         clock.Now(), std::nullopt};
+  CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.InsertToken(t.record); }));
+  return t;
+}
+
+Result<AuthContext> Authenticate(Store& store, const std::string& secret) {
+  if (secret.rfind(kTokenPrefix, 0) != 0 ||
+      secret.size() != sizeof(kTokenPrefix) - 1 + 2 * kTokenRandomBytes) {
+    return Status::Unauthorized("malformed token");
+  }
+  AuthContext ctx;
+  Status st = store.Read([&](ReadTx& tx) {
+    auto tok = tx.FindTokenByHash(Sha256Hex(secret));
+    if (!tok.ok()) {
+      return tok.status().code() == Code::kNotFound ? Status::Unauthorized("unknown token")
+                                                    : tok.status();
+    }
+    if (tok->revoked_at) return Status::Unauthorized("token revoked");
+    auto ws = tx.GetWorkspace(tok->workspace_id);
+    if (!ws.ok()) return ws.status();
+    ctx = AuthContext{ws->id, ws->name, tok->id, tok->scopes};
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return ctx;
+}
+
+Status RevokeToken(Store& store, const Clock& clock, const std::string& ws_name,
+                   const std::string& token_id) {
+  auto ws = FindWorkspace(store, ws_name);
+  if (!ws.ok()) return ws.status();
+  return store.Write(
+      [&](WriteTx& tx) { return tx.RevokeToken(ws->id, token_id, clock.Now()); });
+}
+
+}  // namespace cortex

@@ -1,0 +1,50 @@
+// Workspaces and bearer tokens. A token belongs to one workspace, carries scopes, and is
+// stored only as the SHA-256 of its secret; the secret is shown once, at creation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/store.h"
+
+namespace cortex {
+
+// Who is calling: the result of authenticating a token. Every engine call is scoped by
+// `workspace_id`.
+struct AuthContext {
+  std::string workspace_id;
+  std::string workspace_name;
+  std::string token_id;  // empty for the unauthenticated test mode
+  unsigned scopes = 0;
+  bool Has(Scope s) const { return (scopes & s) != 0; }
+};
+
+// "read,act" -> kScopeRead|kScopeAct. InvalidArgument names an unknown scope.
+Result<unsigned> ParseScopes(const std::string& csv);
+std::string FormatScopes(unsigned scopes);
+
+// Workspace names: 1-64 of [a-z0-9_-], starting with a letter or digit.
+Status ValidateWorkspaceName(const std::string& name);
+
+// Returns the workspace named `name`, creating it (with fresh versions) if missing.
+Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::string& name);
+Result<Workspace> FindWorkspace(Store& store, const std::string& name);
+
+struct NewToken {
+  TokenRecord record;
+  std::string secret;  // "ctk_" + 48 hex characters; never stored
+};
+
+// Creates a token for workspace `ws_name` (created if missing).
+Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string& ws_name,
+                             unsigned scopes, const std::string& label);
+
+// Unauthorized for a missing, malformed, unknown or revoked token.
+Result<AuthContext> Authenticate(Store& store, const std::string& secret);
+
+Status RevokeToken(Store& store, const Clock& clock, const std::string& ws_name,
+                   const std::string& token_id);
+
+}  // namespace cortex

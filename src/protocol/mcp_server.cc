@@ -1,0 +1,374 @@
+#include "protocol/mcp_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/crypto.h"
+#include "core/ids.h"
+#include "core/limits.h"
+#include "protocol/jsonrpc.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+struct RpcFailure {
+  rpc::Error error;
+  Disposition disposition = Disposition::kReply;
+};
+
+namespace {
+
+constexpr char kMetaVersion[] = "io.modelcontextprotocol/protocolVersion";
+constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
+constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
+// How long a client may cache tools/list and server/discover (the tool set changes only
+// with a new release of the server).
+constexpr int64_t kListTtlMs = 3'600'000;
+
+bool IsLegacyVersion(const std::string& v) {
+  return std::find(std::begin(kLegacyVersions), std::end(kLegacyVersions), v) !=
+         std::end(kLegacyVersions);
+}
+
+json SupportedVersions() {
+  json v = json::array({kModernVersion});
+  for (const char* legacy : kLegacyVersions) v.push_back(legacy);
+  return v;
+}
+
+const char* ErrorName(int code) {
+  switch (code) {
+    case rpc::kParseError: return "parse_error";
+    case rpc::kInvalidRequest: return "invalid_request";
+    case rpc::kMethodNotFound: return "method_not_found";
+    case rpc::kInvalidParams: return "invalid_params";
+    case rpc::kSessionRequired: return "session_required";
+    case rpc::kSessionNotFound: return "session_not_found";
+    case rpc::kHeaderMismatch: return "header_mismatch";
+    case rpc::kMissingRequiredClientCapability: return "missing_client_capability";
+    case rpc::kUnsupportedProtocolVersion: return "unsupported_protocol_version";
+    default: return "internal_error";
+  }
+}
+
+McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
+  out.disposition = d;
+  out.status = ErrorName(error.code);
+  out.body = rpc::MakeError(id, error);
+  return out;
+}
+
+// Header values may carry non-ASCII text as "=?base64?...?=" (2026-07-28 §Value Encoding).
+std::optional<std::string> DecodeHeaderValue(const std::string& v) {
+  constexpr std::string_view kPrefix = "=?base64?", kSuffix = "?=";
+  if (v.size() >= kPrefix.size() + kSuffix.size() && v.compare(0, kPrefix.size(), kPrefix) == 0 &&
+      v.compare(v.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+    std::string decoded;
+    if (!Base64Decode(std::string_view(v).substr(kPrefix.size(),
+                                                 v.size() - kPrefix.size() - kSuffix.size()),
+                      &decoded)) {
+      return std::nullopt;
+    }
+    return decoded;
+  }
+  for (char c : v) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return std::nullopt;
+  }
+  return v;
+}
+
+// Checks the Mcp-* headers of a stateless-era HTTP request against its body.
+std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string& version,
+                                       const std::string& method, const json& params) {
+  auto mismatch = [](std::string msg) { return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}}; };
+  if (!req.protocol_version_header) {
+    return mismatch("Header mismatch: MCP-Protocol-Version header is required");
+  }
+  if (*req.protocol_version_header != version) {
+    return mismatch("Header mismatch: MCP-Protocol-Version header value '" +
+                    *req.protocol_version_header + "' does not match body value '" + version +
+                    "'");
+  }
+  if (!req.method_header) return mismatch("Header mismatch: Mcp-Method header is required");
+  if (*req.method_header != method) {
+    return mismatch("Header mismatch: Mcp-Method header value '" + *req.method_header +
+                    "' does not match body value '" + method + "'");
+  }
+  const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
+                           : method == "resources/read"                      ? "uri"
+                                                                             : nullptr;
+  if (name_field != nullptr) {
+    if (!req.name_header) return mismatch("Header mismatch: Mcp-Name header is required");
+    auto decoded = DecodeHeaderValue(*req.name_header);
+    if (!decoded) return mismatch("Header mismatch: Mcp-Name header value is malformed");
+    auto body_name = params.find(name_field);
+    if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
+      return mismatch("Header mismatch: Mcp-Name header value '" + *decoded +
+                      "' does not match body value " +
+                      (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock,
+                     ServerInfo info)
+    : tools_(tools), store_(store), clock_(clock), info_(std::move(info)) {}
+
+json McpServer::ServerInfoJson() const {
+  return json{{"name", info_.name}, {"title", info_.title}, {"version", info_.version}};
+}
+
+McpResponse McpServer::Handle(const McpRequest& req) {
+  McpResponse out;
+  out.trace_id = NewId("trc_", clock_);
+  auto parsed = rpc::Parse(req.body);
+  if (auto* err = std::get_if<rpc::Error>(&parsed)) {
+    return Fail(std::move(out), nullptr, Disposition::kRejected, *err);
+  }
+  rpc::Message& msg = std::get<rpc::Message>(parsed);
+  if (msg.is_response) {
+    // We never send requests to clients, so there is nothing to match a response to.
+    out.disposition = Disposition::kAccepted;
+    out.method = "(response)";
+    return out;
+  }
+  out.method = msg.method;
+  const json& params = msg.params.is_null() ? json::object() : msg.params;
+
+  // Era selection: `initialize` opens a session; a version in _meta is the stateless era.
+  std::string meta_version;
+  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    if (auto v = meta->find(kMetaVersion); v != meta->end() && v->is_string()) meta_version = *v;
+  }
+  bool modern = msg.method != "initialize" && !meta_version.empty() && !IsLegacyVersion(meta_version);
+  // A stateless-era request names its version in the MCP-Protocol-Version header too; one
+  // without _meta is malformed rather than a session-era request.
+  if (!modern && msg.method != "initialize" && req.transport == McpTransport::kHttp &&
+      !req.session_id && req.protocol_version_header &&
+      !IsLegacyVersion(*req.protocol_version_header)) {
+    modern = true;
+  }
+  if (modern) {
+    return HandleModern(req, msg.id, msg.method, params, msg.is_notification, std::move(out));
+  }
+  return HandleLegacy(req, msg.id, msg.method, params, msg.is_notification, std::move(out));
+}
+
+McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
+                                    const std::string& method, const json& params,
+                                    bool is_notification, McpResponse out) {
+  const json& meta = params.contains("_meta") ? params["_meta"] : json::object();
+  if (!meta.is_object() || !meta.contains(kMetaVersion) || !meta[kMetaVersion].is_string()) {
+    return Fail(std::move(out), id, Disposition::kRejected,
+                {rpc::kInvalidParams,
+                 std::string("Invalid params: _meta[\"") + kMetaVersion + "\"] is required",
+                 {}});
+  }
+  std::string version = meta[kMetaVersion];
+  if (version != kModernVersion) {
+    return Fail(std::move(out), id, Disposition::kRejected,
+                {rpc::kUnsupportedProtocolVersion, "Unsupported protocol version",
+                 {{"supported", SupportedVersions()}, {"requested", version}}});
+  }
+  if (req.transport == McpTransport::kHttp) {
+    if (auto err = CheckHeaders(req, version, method, params)) {
+      return Fail(std::move(out), id, Disposition::kRejected, *err);
+    }
+  }
+  if (!meta.contains(kMetaCapabilities) || !meta[kMetaCapabilities].is_object()) {
+    return Fail(std::move(out), id, Disposition::kRejected,
+                {rpc::kInvalidParams,
+                 std::string("Invalid params: _meta[\"") + kMetaCapabilities +
+                     "\"] is required and must be an object",
+                 {}});
+  }
+  if (is_notification) {
+    out.disposition = Disposition::kAccepted;
+    return out;
+  }
+
+  json result;
+  if (method == "server/discover") {
+    json caps = {{"tools", {{"listChanged", false}}}};
+    result = {{"supportedVersions", SupportedVersions()},
+              {"capabilities", caps},
+              {"ttlMs", kListTtlMs},
+              {"cacheScope", "public"}};
+    if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
+  } else if (method == "tools/list") {
+    if (params.contains("cursor")) {
+      return Fail(std::move(out), id, Disposition::kReply,
+                  {rpc::kInvalidParams, "Invalid params: unknown cursor", {}});
+    }
+    result = {{"tools", tools_.ListJson()}, {"ttlMs", kListTtlMs}, {"cacheScope", "public"}};
+  } else if (method == "tools/call") {
+    auto called = CallTool(params, *req.auth, out);
+    if (auto* f = std::get_if<RpcFailure>(&called)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(called));
+  } else {
+    return Fail(std::move(out), id, Disposition::kUnknownMethod,
+                {rpc::kMethodNotFound, "Method not found: " + method, {}});
+  }
+  result["resultType"] = "complete";
+  result["_meta"] = {{kMetaServerInfo, ServerInfoJson()}};
+  out.body = rpc::MakeResult(id, std::move(result));
+  return out;
+}
+
+McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
+                                    const std::string& method, const json& params,
+                                    bool is_notification, McpResponse out) {
+  const AuthContext& auth = *req.auth;
+  if (method == "initialize") {
+    if (is_notification) {
+      return Fail(std::move(out), nullptr, Disposition::kRejected,
+                  {rpc::kInvalidRequest, "Invalid Request: initialize must be a request", {}});
+    }
+    if (!params.contains("protocolVersion") || !params["protocolVersion"].is_string()) {
+      return Fail(std::move(out), id, Disposition::kRejected,
+                  {rpc::kInvalidParams, "Invalid params: protocolVersion is required", {}});
+    }
+    json result = Initialize(params, auth, out);
+    if (result.is_null()) {
+      return Fail(std::move(out), id, Disposition::kRejected,
+                  {rpc::kInternalError, "Too many open sessions; try again later", {}});
+    }
+    out.body = rpc::MakeResult(id, std::move(result));
+    return out;
+  }
+
+  // Every other session-era message belongs to a session.
+  if (!req.session_id) {
+    const char* msg = req.transport == McpTransport::kHttp
+                          ? "Bad Request: Mcp-Session-Id header is required"
+                          : "Bad Request: send initialize first";
+    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
+                {rpc::kSessionRequired, msg, {}});
+  }
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    auto it = sessions_.find(*req.session_id);
+    if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) {
+      return Fail(std::move(out), is_notification ? json(nullptr) : id,
+                  Disposition::kUnknownSession, {rpc::kSessionNotFound, "Session not found", {}});
+    }
+    Session& s = it->second;
+    if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
+        !IsLegacyVersion(*req.protocol_version_header)) {
+      return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
+                  {rpc::kSessionRequired,
+                   "Bad Request: Unsupported protocol version: " + *req.protocol_version_header,
+                   {}});
+    }
+    s.last_used = clock_.Now();
+    if (method == "notifications/initialized") s.initialized = true;
+  }
+  if (is_notification) {
+    out.disposition = Disposition::kAccepted;
+    return out;
+  }
+
+  json result;
+  if (method == "ping") {
+    result = json::object();
+  } else if (method == "tools/list") {
+    if (params.contains("cursor")) {
+      return Fail(std::move(out), id, Disposition::kReply,
+                  {rpc::kInvalidParams, "Invalid params: unknown cursor", {}});
+    }
+    result = {{"tools", tools_.ListJson()}};
+  } else if (method == "tools/call") {
+    auto called = CallTool(params, auth, out);
+    if (auto* f = std::get_if<RpcFailure>(&called)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(called));
+  } else {
+    return Fail(std::move(out), id, Disposition::kReply,
+                {rpc::kMethodNotFound, "Method not found: " + method, {}});
+  }
+  out.body = rpc::MakeResult(id, std::move(result));
+  return out;
+}
+
+json McpServer::Initialize(const json& params, const AuthContext& auth, McpResponse& out) {
+  std::string requested = params["protocolVersion"];
+  // Version negotiation: echo a version we speak, else offer our newest session-era one.
+  std::string version = IsLegacyVersion(requested) ? requested : kLegacyVersions[0];
+  std::string session_id = RandomHex(16);
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    TimePoint now = clock_.Now();
+    if (sessions_.size() >= limits::kMaxSessions) {
+      std::erase_if(sessions_, [&](const auto& kv) {
+        return now - kv.second.last_used > limits::kSessionIdleExpiry;
+      });
+    }
+    if (sessions_.size() >= limits::kMaxSessions) return nullptr;
+    sessions_[session_id] = Session{auth.workspace_id, version, false, now};
+  }
+  out.new_session_id = session_id;
+  json result = {{"protocolVersion", version},
+                 {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                 {"serverInfo", ServerInfoJson()}};
+  if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
+  return result;
+}
+
+std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
+                                                   McpResponse& out) {
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
+  }
+  out.tool = name->get<std::string>().substr(0, limits::kMaxToolNameChars);
+  if (!tools_.Has(*name)) {
+    out.status = "unknown_tool";
+    return RpcFailure{{rpc::kInvalidParams, "Unknown tool: " + out.tool, {}}};
+  }
+  json args = params.value("arguments", json::object());
+  if (!args.is_object()) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
+  }
+  ToolContext ctx{auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)),
+                  [&out](json n) { out.notifications.push_back(std::move(n)); }};
+  ToolReply reply = tools_.Call(*name, args, ctx);
+  if (reply.is_error()) {
+    const json& body = reply.body();
+    out.status = body.value("error", std::string("tool_error"));
+  }
+  return reply.ToCallToolResult();
+}
+
+bool McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(id);
+  return it != sessions_.end() && it->second.workspace_id == auth.workspace_id;
+}
+
+bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) return false;
+  sessions_.erase(it);
+  return true;
+}
+
+bool McpServer::HasSession(const std::string& id) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  return sessions_.count(id) > 0;
+}
+
+size_t McpServer::session_count() {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  return sessions_.size();
+}
+
+}  // namespace cortex

@@ -1,0 +1,125 @@
+// The MCP protocol layer: takes one client message (already authenticated by the
+// transport), picks the protocol era, and answers it. Does no I/O; transports (HTTP, stdio)
+// are thin adapters around Handle().
+//
+// Two eras share one endpoint:
+//  - session era (2025-11-25, 2025-06-18, 2025-03-26): `initialize` opens a session whose id
+//    the client sends back (Mcp-Session-Id on HTTP; implicit on stdio);
+//  - stateless era (2026-07-28): every request carries its version and client capabilities
+//    in params._meta; on HTTP the Mcp-* headers must mirror the body.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "engines/tokens.h"
+#include "store/store.h"
+#include "tools/registry.h"
+
+namespace cortex {
+
+inline constexpr const char* kModernVersion = "2026-07-28";
+// Session-era versions we accept, newest first.
+inline constexpr const char* kLegacyVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
+
+enum class McpTransport { kHttp, kStdio };
+
+struct RpcFailure;  // a JSON-RPC error and how to deliver it (mcp_server.cc)
+
+// How the transport should deliver the answer. HTTP maps these to statuses; stdio only
+// writes the body, if any.
+enum class Disposition {
+  kReply,           // a JSON-RPC response (result, or an error about the method's work)
+  kAccepted,        // a notification or client response: nothing to send back
+  kRejected,        // the message itself was refused (malformed, unsupported, mismatched)
+  kUnknownMethod,   // stateless era: the method does not exist
+  kUnknownSession,  // session era: no such session (expired, deleted, or not yours)
+};
+
+struct McpRequest {
+  std::string_view body;
+  McpTransport transport = McpTransport::kHttp;
+  const AuthContext* auth = nullptr;  // REQUIRES: non-null
+  // HTTP request headers, when present. Ignored on stdio.
+  std::optional<std::string> protocol_version_header;
+  std::optional<std::string> method_header;
+  std::optional<std::string> name_header;
+  // The session this message belongs to (Mcp-Session-Id on HTTP; kept by the stdio loop).
+  std::optional<std::string> session_id;
+};
+
+struct McpResponse {
+  Disposition disposition = Disposition::kReply;
+  nlohmann::json body;  // null: no body
+  // Request-scoped notifications emitted while handling (progress, log messages), to be
+  // sent before `body` when the response is a stream.
+  std::vector<nlohmann::json> notifications;
+  std::string new_session_id;  // non-empty after a successful initialize
+  // For the request log and metrics.
+  std::string method;
+  std::string tool;
+  std::string status = "ok";  // "ok", a JSON-RPC error name, or a tool error code
+  std::string trace_id;
+};
+
+struct ServerInfo {
+  std::string name = "cortex";
+  std::string title = "Cortex";
+  std::string version = CORTEX_VERSION;
+  std::string instructions;
+};
+
+class McpServer {
+ public:
+  McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info);
+
+  // Answers one message. Thread-safe.
+  McpResponse Handle(const McpRequest& req);
+
+  // Session era, HTTP. Both return false for an unknown session or one that belongs to a
+  // different workspace (the caller cannot tell the two apart).
+  bool SessionExists(const std::string& id, const AuthContext& auth);
+  bool EndSession(const std::string& id, const AuthContext& auth);
+  bool HasSession(const std::string& id);
+  size_t session_count();
+
+ private:
+  struct Session {
+    std::string workspace_id;
+    std::string version;
+    bool initialized = false;
+    TimePoint last_used;
+  };
+
+  McpResponse HandleModern(const McpRequest& req, const nlohmann::json& id,
+                           const std::string& method, const nlohmann::json& params,
+                           bool is_notification, McpResponse out);
+  McpResponse HandleLegacy(const McpRequest& req, const nlohmann::json& id,
+                           const std::string& method, const nlohmann::json& params,
+                           bool is_notification, McpResponse out);
+  nlohmann::json Initialize(const nlohmann::json& params, const AuthContext& auth,
+                            McpResponse& out);
+  // tools/call for either era. Fills out.tool and out.status.
+  std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
+                                                           const AuthContext& auth,
+                                                           McpResponse& out);
+  nlohmann::json ServerInfoJson() const;
+
+  const ToolRegistry& tools_;
+  Store& store_;
+  const Clock& clock_;
+  ServerInfo info_;
+
+  std::mutex sessions_mu_;
+  std::unordered_map<std::string, Session> sessions_;
+};
+
+}  // namespace cortex

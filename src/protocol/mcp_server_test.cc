@@ -1,0 +1,212 @@
+#include "protocol/mcp_server.h"
+
+#include <gtest/gtest.h>
+
+#include "core/time.h"
+#include "protocol/jsonrpc.h"
+#include "testing/temp_store.h"
+#include "tools/cortex_tools.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    registry_.set_check_output(true);
+    auto ws = EnsureWorkspace(*store_, clock_, "alpha");
+    auth_ = AuthContext{ws->id, ws->name, "tok_x", kScopeRead};
+    server_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
+  }
+
+  McpResponse Send(const json& msg, std::optional<std::string> session = std::nullopt,
+                   McpTransport transport = McpTransport::kStdio) {
+    std::string body = msg.dump();
+    McpRequest req;
+    req.body = body;
+    req.transport = transport;
+    req.auth = &auth_;
+    req.session_id = std::move(session);
+    return server_->Handle(req);
+  }
+
+  std::string Initialize() {
+    McpResponse r = Send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                          {"params", {{"protocolVersion", "2025-06-18"},
+                                      {"capabilities", json::object()},
+                                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    EXPECT_EQ(r.body["result"]["protocolVersion"], "2025-06-18");
+    EXPECT_FALSE(r.new_session_id.empty());
+    return r.new_session_id;
+  }
+
+  static json Modern(const std::string& method, json params = json::object()) {
+    params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                       {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+    return {{"jsonrpc", "2.0"}, {"id", "m1"}, {"method", method}, {"params", params}};
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  ToolRegistry registry_;
+  AuthContext auth_;
+  std::unique_ptr<McpServer> server_;
+};
+
+TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
+  std::string sid = Initialize();
+  McpResponse note = Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, sid);
+  EXPECT_EQ(note.disposition, Disposition::kAccepted);
+  EXPECT_TRUE(note.body.is_null());
+  McpResponse ping = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}, sid);
+  EXPECT_EQ(ping.body["result"], json::object());
+  McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}}, sid);
+  ASSERT_EQ(list.body["result"]["tools"].size(), 2u);
+  EXPECT_EQ(list.body["result"]["tools"][0]["name"], "workspace.status");
+  EXPECT_EQ(list.body["result"]["tools"][1]["name"], "entity.lookup");
+  EXPECT_FALSE(list.body["result"].contains("resultType"));
+}
+
+TEST_F(McpServerTest, UnknownVersionNegotiatesToNewestSessionEra) {
+  McpResponse r = Send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                        {"params", {{"protocolVersion", "2024-01-01"},
+                                    {"capabilities", json::object()}}}});
+  EXPECT_EQ(r.body["result"]["protocolVersion"], "2025-11-25");
+}
+
+TEST_F(McpServerTest, SessionEraNeedsASessionAndOnlyItsWorkspaceSeesIt) {
+  McpResponse none = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}});
+  EXPECT_EQ(none.disposition, Disposition::kRejected);
+  EXPECT_EQ(none.body["error"]["code"], rpc::kSessionRequired);
+  std::string sid = Initialize();
+  AuthContext other{"ws_other", "beta", "tok_y", kScopeRead};
+  EXPECT_FALSE(server_->SessionExists(sid, other));
+  EXPECT_FALSE(server_->EndSession(sid, other));
+  EXPECT_TRUE(server_->EndSession(sid, auth_));
+  McpResponse gone = Send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/list"}}, sid);
+  EXPECT_EQ(gone.disposition, Disposition::kUnknownSession);
+  EXPECT_EQ(gone.body["error"]["code"], rpc::kSessionNotFound);
+}
+
+TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
+  McpResponse d = Send(Modern("server/discover"));
+  EXPECT_EQ(d.body["id"], "m1");
+  EXPECT_EQ(d.body["result"]["resultType"], "complete");
+  EXPECT_EQ(d.body["result"]["supportedVersions"][0], "2026-07-28");
+  EXPECT_TRUE(d.body["result"]["capabilities"].contains("tools"));
+  EXPECT_EQ(d.body["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "cortex");
+  McpResponse l = Send(Modern("tools/list"));
+  EXPECT_EQ(l.body["result"]["cacheScope"], "public");
+  EXPECT_GE(l.body["result"]["ttlMs"].get<int64_t>(), 0);
+  EXPECT_EQ(l.body["result"]["tools"].size(), 2u);
+}
+
+TEST_F(McpServerTest, StatelessEraRefusals) {
+  json bad_version = Modern("tools/list");
+  bad_version["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "1900-01-01";
+  McpResponse v = Send(bad_version);
+  EXPECT_EQ(v.disposition, Disposition::kRejected);
+  EXPECT_EQ(v.body["error"]["code"], rpc::kUnsupportedProtocolVersion);
+  EXPECT_EQ(v.body["error"]["data"]["requested"], "1900-01-01");
+
+  json no_caps = Modern("tools/list");
+  no_caps["params"]["_meta"].erase("io.modelcontextprotocol/clientCapabilities");
+  EXPECT_EQ(Send(no_caps).body["error"]["code"], rpc::kInvalidParams);
+
+  McpResponse ping = Send(Modern("ping"));  // removed in 2026-07-28
+  EXPECT_EQ(ping.disposition, Disposition::kUnknownMethod);
+  EXPECT_EQ(ping.body["error"]["code"], rpc::kMethodNotFound);
+}
+
+TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
+  json call = Modern("tools/call", {{"name", "workspace.status"}, {"arguments", json::object()}});
+  std::string body = call.dump();
+  McpRequest req;
+  req.body = body;
+  req.transport = McpTransport::kHttp;
+  req.auth = &auth_;
+  req.protocol_version_header = "2026-07-28";
+  req.method_header = "tools/call";
+  req.name_header = "workspace.status";
+  EXPECT_EQ(server_->Handle(req).disposition, Disposition::kReply);
+  req.name_header = "=?base64?d29ya3NwYWNlLnN0YXR1cw==?=";  // "workspace.status"
+  EXPECT_EQ(server_->Handle(req).disposition, Disposition::kReply);
+  req.name_header = "entity.lookup";
+  EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+  req.name_header.reset();
+  EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+  req.name_header = "workspace.status";
+  req.method_header = "tools/list";
+  EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+  req.method_header = "tools/call";
+  req.protocol_version_header = "2025-11-25";
+  EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+}
+
+TEST_F(McpServerTest, ToolCallsAndToolErrors) {
+  std::string sid = Initialize();
+  auto call = [&](json args) {
+    return Send({{"jsonrpc", "2.0"}, {"id", 7}, {"method", "tools/call"},
+                 {"params", {{"name", "entity.lookup"}, {"arguments", args}}}},
+                sid);
+  };
+  McpResponse missing = call(json::object());
+  const json& result = missing.body["result"];
+  EXPECT_TRUE(result["isError"].get<bool>());
+  EXPECT_EQ(result["structuredContent"]["error"], "invalid_arguments");
+  EXPECT_NE(result["structuredContent"]["message"].get<std::string>().find("identifier"),
+            std::string::npos);
+  EXPECT_EQ(json::parse(result["content"][0]["text"].get<std::string>()),
+            result["structuredContent"]);
+  EXPECT_EQ(missing.status, "invalid_arguments");
+
+  McpResponse unknown = call({{"identifier", "nobody@nowhere.example"}});
+  EXPECT_EQ(unknown.body["result"]["structuredContent"]["error"], "not_found");
+
+  McpResponse no_tool = Send({{"jsonrpc", "2.0"}, {"id", 8}, {"method", "tools/call"},
+                              {"params", {{"name", "nope"}}}},
+                             sid);
+  EXPECT_EQ(no_tool.body["error"]["code"], rpc::kInvalidParams);
+
+  McpResponse status = Send({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/call"},
+                             {"params", {{"name", "workspace.status"}}}},
+                            sid);
+  EXPECT_EQ(status.body["result"]["structuredContent"]["workspace"], "alpha");
+  EXPECT_FALSE(status.body["result"].contains("isError"));
+}
+
+TEST_F(McpServerTest, MissingScopeIsAToolError) {
+  AuthContext no_scopes = auth_;
+  no_scopes.scopes = 0;
+  std::string body = Modern("tools/call", {{"name", "workspace.status"}}).dump();
+  McpRequest req;
+  req.body = body;
+  req.transport = McpTransport::kStdio;
+  req.auth = &no_scopes;
+  McpResponse r = server_->Handle(req);
+  EXPECT_EQ(r.body["result"]["structuredContent"]["error"], "unauthorized");
+  EXPECT_EQ(r.body["result"]["resultType"], "complete");
+}
+
+TEST(JsonRpcTest, ParsesAndRefuses) {
+  EXPECT_EQ(std::get<rpc::Error>(rpc::Parse("{")).code, rpc::kParseError);
+  EXPECT_EQ(std::get<rpc::Error>(rpc::Parse("[]")).code, rpc::kInvalidRequest);
+  EXPECT_EQ(std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"1.0","id":1,"method":"x"})")).code,
+            rpc::kInvalidRequest);
+  EXPECT_EQ(std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":{},"method":"x"})")).code,
+            rpc::kInvalidRequest);
+  EXPECT_EQ(
+      std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"method":"x","params":[]})"))
+          .code,
+      rpc::kInvalidRequest);
+  auto note = std::get<rpc::Message>(rpc::Parse(R"({"jsonrpc":"2.0","method":"n"})"));
+  EXPECT_TRUE(note.is_notification);
+  auto resp = std::get<rpc::Message>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"result":{}})"));
+  EXPECT_TRUE(resp.is_response);
+}
+
+}  // namespace
+}  // namespace cortex

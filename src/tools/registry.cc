@@ -1,0 +1,86 @@
+#include "tools/registry.h"
+
+#include <spdlog/spdlog.h>
+
+namespace cortex {
+
+using nlohmann::json;
+
+namespace {
+
+const json& ErrorBodySchema() {
+  static const json schema = {
+      {"type", "object"},
+      {"required", {"status", "error", "message"}},
+      {"properties",
+       {{"status", {{"const", "error"}}},
+        {"error", {{"type", "string"}}},
+        {"message", {{"type", "string"}}}}}};
+  return schema;
+}
+
+}  // namespace
+
+Status ToolRegistry::Add(ToolDef def) {
+  if (Has(def.name)) return Status::InvalidArgument("tool '" + def.name + "' is already registered");
+  auto input = JsonSchema::Compile(def.input_schema);
+  if (!input.ok()) return Status::InvalidArgument(def.name + " inputSchema: " + input.status().message());
+  std::optional<JsonSchema> output;
+  if (!def.output_schema.is_null()) {
+    auto compiled = JsonSchema::Compile(def.output_schema);
+    if (!compiled.ok()) {
+      return Status::InvalidArgument(def.name + " outputSchema: " + compiled.status().message());
+    }
+    output = std::move(*compiled);
+  }
+  json entry{{"name", def.name}, {"description", def.description},
+             {"inputSchema", def.input_schema}};
+  if (!def.title.empty()) entry["title"] = def.title;
+  if (!def.output_schema.is_null()) {
+    // A tool error is also a result with structuredContent (the error body), and some
+    // clients check every result against outputSchema: the listed schema admits both.
+    entry["outputSchema"] = {{"type", "object"}, {"anyOf", {def.output_schema, ErrorBodySchema()}}};
+  }
+  if (!def.annotations.is_null()) entry["annotations"] = def.annotations;
+  list_.push_back(std::move(entry));
+  tools_.push_back(Entry{std::move(def), std::move(*input), std::move(output)});
+  return Status::Ok();
+}
+
+bool ToolRegistry::Has(const std::string& name) const {
+  for (const Entry& e : tools_) {
+    if (e.def.name == name) return true;
+  }
+  return false;
+}
+
+ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {
+  const Entry* entry = nullptr;
+  for (const Entry& e : tools_) {
+    if (e.def.name == name) entry = &e;
+  }
+  if (entry == nullptr) return ToolReply::Error("invalid_arguments", "unknown tool " + name);
+  if (!ctx.auth.Has(entry->def.scope)) {
+    return ToolReply::Error("unauthorized", "this token lacks the '" +
+                                                FormatScopes(entry->def.scope) +
+                                                "' scope that " + name + " needs");
+  }
+  Status valid = entry->input.Validate(args);
+  if (!valid.ok()) return ToolReply::Error("invalid_arguments", valid.message());
+  try {
+    ToolReply reply = entry->def.handler(ctx, args);
+    if (check_output_ && !reply.is_error() && entry->output) {
+      Status out = entry->output->Validate(reply.body());
+      if (!out.ok()) {
+        spdlog::error("tool {} broke its outputSchema: {}", name, out.message());
+        return ToolReply::Error("internal_error", name + " output: " + out.message());
+      }
+    }
+    return reply;
+  } catch (const std::exception& e) {
+    spdlog::error("tool {} threw: {} trace_id={}", name, e.what(), ctx.trace_id);
+    return ToolReply::Error("internal_error", "internal error (trace " + ctx.trace_id + ")");
+  }
+}
+
+}  // namespace cortex

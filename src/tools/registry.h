@@ -1,0 +1,72 @@
+// The tool registry: each tool declared once (name, title, description, schemas,
+// annotations, required scope, handler) and listed in registration order. Arguments are
+// validated against the tool's inputSchema before its handler runs.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/clock.h"
+#include "core/json_schema.h"
+#include "engines/tokens.h"
+#include "store/store.h"
+#include "tools/tool_result.h"
+
+namespace cortex {
+
+// Everything a handler may use. One per call.
+struct ToolContext {
+  const AuthContext& auth;
+  Store& store;
+  const Clock& clock;
+  std::string trace_id;  // trc_...
+  nlohmann::json meta;   // the request's params._meta (e.g. a progressToken), or null
+  // Sends a request-scoped notification (e.g. notifications/progress) ahead of the result.
+  std::function<void(nlohmann::json)> notify;
+};
+
+using ToolHandler = std::function<ToolReply(ToolContext&, const nlohmann::json& args)>;
+
+struct ToolDef {
+  std::string name;
+  std::string title;
+  std::string description;
+  nlohmann::json input_schema;
+  nlohmann::json output_schema;  // null for tools without structured output
+  nlohmann::json annotations;    // e.g. {"readOnlyHint": true}
+  Scope scope = kScopeRead;      // needed to call it
+  ToolHandler handler;
+};
+
+class ToolRegistry {
+ public:
+  // Adds a tool. InvalidArgument if the name is taken or a schema does not compile.
+  Status Add(ToolDef def);
+
+  // The tools/list entries, in registration order.
+  const nlohmann::json& ListJson() const { return list_; }
+  bool Has(const std::string& name) const;
+
+  // Calls tool `name` (REQUIRES: Has(name)): checks scope, validates `args`, runs the
+  // handler. Never throws: a handler's exception becomes an internal_error result.
+  ToolReply Call(const std::string& name, const nlohmann::json& args, ToolContext& ctx) const;
+
+  // When on, every successful structured result is checked against its outputSchema, and
+  // a mismatch is an internal_error (tests turn this on).
+  void set_check_output(bool on) { check_output_ = on; }
+
+ private:
+  struct Entry {
+    ToolDef def;
+    JsonSchema input;
+    std::optional<JsonSchema> output;
+  };
+  std::vector<Entry> tools_;
+  nlohmann::json list_ = nlohmann::json::array();
+  bool check_output_ = false;
+};
+
+}  // namespace cortex

@@ -1,0 +1,53 @@
+#include "tools/tool_result.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+ToolReply ToolReply::Ok(json body) {
+  ToolReply r;
+  r.body_ = std::move(body);
+  return r;
+}
+
+ToolReply ToolReply::Error(std::string code, std::string message) {
+  ToolReply r;
+  r.body_ = json{{"status", "error"}, {"error", std::move(code)}, {"message", std::move(message)}};
+  r.is_error_ = true;
+  return r;
+}
+
+ToolReply ToolReply::FromStatus(const Status& status) {
+  switch (status.code()) {
+    case Code::kInvalidArgument:
+    case Code::kNotFound:
+    case Code::kUnauthorized:
+      return Error(CodeName(status.code()), status.message());
+    case Code::kConflict:
+      return Error("conflict", status.message());
+    case Code::kUnavailable:
+      return Error("unavailable", "temporarily unavailable, retry: " + status.message());
+    case Code::kOk:
+    case Code::kInternal:
+      break;
+  }
+  return Error("internal_error", "internal error");
+}
+
+ToolReply ToolReply::Raw(json call_tool_result) {
+  ToolReply r;
+  r.is_error_ = call_tool_result.value("isError", false);
+  r.body_ = std::move(call_tool_result);
+  r.raw_ = true;
+  return r;
+}
+
+json ToolReply::ToCallToolResult() const {
+  if (raw_) return body_;
+  json result{{"content", json::array({{{"type", "text"}, {"text", body_.dump()}}})},
+              {"structuredContent", body_}};
+  if (is_error_) result["isError"] = true;
+  return result;
+}
+
+}  // namespace cortex

@@ -1,0 +1,38 @@
+// What a tool handler returns: a JSON body (success) or a tool error. The registry turns
+// it into an MCP CallToolResult: content[0].text is the body as a string and
+// structuredContent is the body itself; errors set isError and use the body
+// {"status":"error","error":CODE,"message":...}.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace cortex {
+
+class ToolReply {
+ public:
+  static ToolReply Ok(nlohmann::json body);
+  // `code` is a tool error code from the seeds' catalogue, e.g. "not_found".
+  static ToolReply Error(std::string code, std::string message);
+  // Maps a core Status to the matching tool error code.
+  static ToolReply FromStatus(const Status& status);
+  // A CallToolResult given verbatim (for tools whose content is not a JSON body, such as
+  // the conformance fixtures' images and audio).
+  static ToolReply Raw(nlohmann::json call_tool_result);
+
+  bool is_error() const { return is_error_; }
+  const nlohmann::json& body() const { return body_; }
+  // The CallToolResult for the wire.
+  nlohmann::json ToCallToolResult() const;
+
+ private:
+  nlohmann::json body_;
+  bool is_error_ = false;
+  bool raw_ = false;
+};
+
+}  // namespace cortex

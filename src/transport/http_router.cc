@@ -1,0 +1,350 @@
+#include "transport/http_router.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/limits.h"
+#include "engines/ingest.h"
+#include "protocol/jsonrpc.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kAuthChallenge[] = "Bearer realm=\"cortex\"";
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+HttpResponse Json(int status, const json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = body.dump();
+  return r;
+}
+
+// A plain (non-JSON-RPC) error body for routes outside MCP.
+HttpResponse Problem(int status, const std::string& code, const std::string& message) {
+  return Json(status, {{"status", "error"}, {"error", code}, {"message", message}});
+}
+
+// A JSON-RPC error with no id, for refusals that happen before the message is read.
+HttpResponse RpcProblem(int status, int code, const std::string& message) {
+  return Json(status, rpc::MakeError(nullptr, rpc::Error{code, message, {}}));
+}
+
+// The host part of "host[:port]" / "[v6]:port", lowercased.
+std::string HostOnly(const std::string& hostport) {
+  std::string h = Lower(hostport);
+  if (!h.empty() && h[0] == '[') {
+    size_t close = h.find(']');
+    return close == std::string::npos ? h : h.substr(0, close + 1);
+  }
+  size_t colon = h.find(':');
+  return colon == std::string::npos ? h : h.substr(0, colon);
+}
+
+bool IsLoopbackName(const std::string& host) {
+  return host == "localhost" || host == "127.0.0.1" || host == "[::1]";
+}
+
+// Accept-header negotiation for POST /mcp.
+struct Accepts {
+  bool json = false;
+  bool sse = false;
+};
+
+Accepts ParseAccept(const std::string* accept) {
+  if (accept == nullptr) return {true, false};
+  std::string a = Lower(*accept);
+  Accepts out;
+  out.sse = a.find("text/event-stream") != std::string::npos;
+  out.json = a.find("application/json") != std::string::npos ||
+             a.find("application/*") != std::string::npos || a.find("*/*") != std::string::npos;
+  return out;
+}
+
+std::string SseEvent(const json& message) {
+  return "event: message\ndata: " + message.dump() + "\n\n";
+}
+
+int StatusFor(Disposition d) {
+  switch (d) {
+    case Disposition::kReply: return 200;
+    case Disposition::kAccepted: return 202;
+    case Disposition::kRejected: return 400;
+    case Disposition::kUnknownMethod: return 404;
+    case Disposition::kUnknownSession: return 404;
+  }
+  return 500;
+}
+
+}  // namespace
+
+const std::string* HttpRequest::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+
+HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, RouterOptions options,
+                       AuthContext anonymous)
+    : mcp_(mcp),
+      store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      anonymous_(std::move(anonymous)) {}
+
+size_t HttpRouter::BodyLimit(std::string_view target) {
+  return target.rfind("/v1/episodes", 0) == 0 ? limits::kMaxIngestBodyBytes
+                                              : limits::kMaxRequestBodyBytes;
+}
+
+HttpResponse HttpRouter::TooLarge(size_t limit) {
+  return RpcProblem(413, rpc::kInvalidRequest,
+                    "Request body exceeds the limit of " + std::to_string(limit) + " bytes");
+}
+
+bool HttpRouter::OriginAllowed(const std::string& origin) const {
+  std::string o = Lower(origin);
+  for (const std::string& allowed : options_.allowed_origins) {
+    if (o == Lower(allowed)) return true;
+  }
+  for (const char* scheme : {"http://", "https://"}) {
+    size_t n = std::char_traits<char>::length(scheme);
+    if (o.compare(0, n, scheme) == 0) return IsLoopbackName(HostOnly(o.substr(n)));
+  }
+  return false;
+}
+
+bool HttpRouter::HostAllowed(const std::string& host) const {
+  if (!options_.check_host) return true;
+  std::string h = HostOnly(host);
+  if (IsLoopbackName(h)) return true;
+  for (const std::string& allowed : options_.allowed_hosts) {
+    if (h == HostOnly(allowed)) return true;
+  }
+  return false;
+}
+
+bool HttpRouter::StreamAlive(const std::string& session) { return mcp_.HasSession(session); }
+
+bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
+                              RequestLog& log) {
+  if (options_.insecure_no_auth) {
+    *auth = anonymous_;
+    return true;
+  }
+  const std::string* header = req.Header("authorization");
+  std::string error;
+  if (header == nullptr) {
+    *reject = Problem(401, "unauthorized", "missing bearer token");
+    reject->headers.emplace_back("WWW-Authenticate", kAuthChallenge);
+  } else if (Lower(header->substr(0, 7)) != "bearer ") {
+    *reject = Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
+    reject->headers.emplace_back("WWW-Authenticate", std::string(kAuthChallenge) +
+                                                         ", error=\"invalid_request\"");
+  } else {
+    auto ctx = cortex::Authenticate(store_, header->substr(7));
+    if (ctx.ok()) {
+      *auth = std::move(*ctx);
+      return true;
+    }
+    if (ctx.status().code() != Code::kUnauthorized) {
+      *reject = Problem(503, "unavailable", "cannot check the token now; retry");
+      reject->headers.emplace_back("Retry-After", "1");
+      log.status = "unavailable";
+      return false;
+    }
+    *reject = Problem(401, "unauthorized", "invalid token: " + ctx.status().message());
+    reject->headers.emplace_back(
+        "WWW-Authenticate", std::string(kAuthChallenge) + ", error=\"invalid_token\", " +
+                                "error_description=\"" + ctx.status().message() + "\"");
+  }
+  log.status = "unauthorized";
+  return false;
+}
+
+HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
+  std::string path = req.target.substr(0, req.target.find('?'));
+  log.route = req.method + " " + path;
+  log.status = "ok";
+
+  if (path == "/healthz") {
+    if (req.method != "GET" && req.method != "HEAD") return Problem(405, "method_not_allowed", "use GET");
+    return Json(200, {{"status", "ok"}});
+  }
+  bool is_mcp = path == "/mcp";
+  if (!is_mcp && path != "/v1/episodes") {
+    log.status = "not_found";
+    return Problem(404, "not_found", "no such endpoint: " + path);
+  }
+
+  // DNS-rebinding protection (MCP transports §Security): a browser page on another origin
+  // must not reach a local server, whatever name it resolved.
+  if (const std::string* host = req.Header("host"); host != nullptr && !HostAllowed(*host)) {
+    log.status = "forbidden_host";
+    return RpcProblem(403, rpc::kInvalidRequest, "Forbidden: Host '" + *host + "' is not allowed");
+  }
+  if (const std::string* origin = req.Header("origin");
+      origin != nullptr && !OriginAllowed(*origin)) {
+    log.status = "forbidden_origin";
+    return RpcProblem(403, rpc::kInvalidRequest,
+                      "Forbidden: Origin '" + *origin + "' is not allowed");
+  }
+
+  AuthContext auth;
+  HttpResponse reject;
+  if (!Authenticate(req, &auth, &reject, log)) return reject;
+
+  if (is_mcp) return HandleMcp(req, auth, log);
+  return HandleIngest(req, auth, log);
+}
+
+HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& auth,
+                                   RequestLog& log) {
+  const std::string* session = req.Header("mcp-session-id");
+  if (req.method == "GET") {
+    // The session era's server-to-client stream. We send nothing unprompted yet, but the
+    // stream is real: it stays open (with keep-alive comments) until the session ends.
+    const std::string* accept = req.Header("accept");
+    if (session == nullptr) {
+      log.status = "method_not_allowed";
+      HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
+                                  "Method Not Allowed: GET /mcp needs an Mcp-Session-Id "
+                                  "(stateless clients use POST)");
+      r.headers.emplace_back("Allow", "POST, GET, DELETE");
+      return r;
+    }
+    if (accept == nullptr || !ParseAccept(accept).sse) {
+      log.status = "not_acceptable";
+      return RpcProblem(406, rpc::kInvalidRequest,
+                        "Not Acceptable: GET /mcp requires Accept: text/event-stream");
+    }
+    if (!mcp_.SessionExists(*session, auth)) {
+      log.status = "session_not_found";
+      return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
+    }
+    HttpResponse r;
+    r.status = 200;
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    r.headers.emplace_back("Mcp-Session-Id", *session);
+    r.open_stream = true;
+    r.stream_session = *session;
+    return r;
+  }
+  if (req.method == "DELETE") {
+    if (session == nullptr) {
+      log.status = "method_not_allowed";
+      HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
+                                  "Method Not Allowed: DELETE /mcp needs an Mcp-Session-Id");
+      r.headers.emplace_back("Allow", "POST, GET, DELETE");
+      return r;
+    }
+    if (!mcp_.EndSession(*session, auth)) {
+      log.status = "session_not_found";
+      return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
+    }
+    HttpResponse r;
+    r.status = 200;
+    return r;
+  }
+  if (req.method != "POST") {
+    log.status = "method_not_allowed";
+    HttpResponse r = Problem(405, "method_not_allowed", "use POST");
+    r.headers.emplace_back("Allow", "POST, GET, DELETE");
+    return r;
+  }
+
+  const std::string* content_type = req.Header("content-type");
+  if (content_type == nullptr || Lower(*content_type).rfind("application/json", 0) != 0) {
+    log.status = "unsupported_media_type";
+    return RpcProblem(415, rpc::kInvalidRequest,
+                      "Unsupported Media Type: Content-Type must be application/json");
+  }
+  Accepts accepts = ParseAccept(req.Header("accept"));
+  if (!accepts.json && !accepts.sse) {
+    log.status = "not_acceptable";
+    return RpcProblem(406, rpc::kInvalidRequest,
+                      "Not Acceptable: Accept must include application/json or "
+                      "text/event-stream");
+  }
+
+  McpRequest mreq;
+  mreq.body = req.body;
+  mreq.transport = McpTransport::kHttp;
+  mreq.auth = &auth;
+  auto opt = [&](const char* name) -> std::optional<std::string> {
+    const std::string* v = req.Header(name);
+    return v ? std::optional<std::string>(*v) : std::nullopt;
+  };
+  mreq.protocol_version_header = opt("mcp-protocol-version");
+  mreq.method_header = opt("mcp-method");
+  mreq.name_header = opt("mcp-name");
+  mreq.session_id = opt("mcp-session-id");
+  McpResponse mres = mcp_.Handle(mreq);
+
+  log.method = mres.method;
+  log.tool = mres.tool;
+  log.status = mres.status;
+  log.trace_id = mres.trace_id;
+
+  HttpResponse r;
+  r.status = StatusFor(mres.disposition);
+  if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
+  if (mres.body.is_null()) return r;  // 202 Accepted: no body
+  bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty()) &&
+                mres.disposition == Disposition::kReply;
+  if (stream) {
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    for (const json& n : mres.notifications) r.body += SseEvent(n);
+    r.body += SseEvent(mres.body);
+  } else {
+    r.content_type = "application/json";
+    r.body = mres.body.dump();
+  }
+  return r;
+}
+
+HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext& auth,
+                                      RequestLog& log) {
+  log.method = "ingest";
+  if (req.method != "POST") {
+    log.status = "method_not_allowed";
+    HttpResponse r = Problem(405, "method_not_allowed", "use POST with a JSONL body");
+    r.headers.emplace_back("Allow", "POST");
+    return r;
+  }
+  if (!auth.Has(kScopeAct)) {
+    log.status = "unauthorized";
+    return Problem(403, "unauthorized", "ingest needs a token with the 'act' scope");
+  }
+  auto report = IngestJsonl(store_, clock_, auth.workspace_id, req.body);
+  if (!report.ok()) {
+    log.status = CodeName(report.status().code());
+    int status = report.status().code() == Code::kInvalidArgument ? 400
+                 : report.status().code() == Code::kUnavailable   ? 503
+                                                                   : 500;
+    return Problem(status, CodeName(report.status().code()), report.status().message());
+  }
+  return Json(200, {{"status", "ok"},
+                    {"lines", report->lines},
+                    {"episodes_added", report->episodes_added},
+                    {"entities_added", report->entities_added},
+                    {"entities_updated", report->entities_updated},
+                    {"duplicates", report->duplicates},
+                    {"world_version", report->world_version}});
+}
+
+}  // namespace cortex

@@ -1,0 +1,354 @@
+// Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
+// connection runs on its own strand, and the request handler (HttpRouter) does no I/O.
+#include "transport/http_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cctype>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/limits.h"
+
+namespace cortex {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+class Connection;
+
+struct HttpServer::Impl {
+  Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
+      : router(r), metrics(m), options(std::move(o)), acceptor(net::make_strand(ioc)),
+        grace_timer(ioc) {}
+
+  void Accept();
+  void BeginStop();
+  void ConnectionClosed();
+
+  HttpRouter& router;
+  Metrics& metrics;
+  HttpServerOptions options;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::steady_timer grace_timer;
+  std::optional<net::signal_set> signals;
+  std::atomic<bool> stopping{false};
+  std::atomic<size_t> live{0};
+  std::mutex conns_mu;
+  std::vector<std::weak_ptr<Connection>> conns;
+};
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server), timer_(stream_.get_executor()) {}
+
+  ~Connection() { server_.ConnectionClosed(); }
+
+  void Start() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Connection::ReadHeader, shared_from_this()));
+  }
+
+  // Called on shutdown: idle and streaming connections close now; a busy one closes after
+  // its response is written.
+  void Stop() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_ || self->streaming_) self->Close();
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    busy_ = false;
+    if (server_.stopping) return Close();
+    parser_.emplace();
+    parser_->header_limit(limits::kMaxHeaderBytes);
+    parser_->body_limit(limits::kMaxIngestBodyBytes);
+    stream_.expires_after(limits::kIdleTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
+  }
+
+  void OnHeader(beast::error_code ec, size_t) {
+    if (ec == http::error::header_limit) return Refuse(431, "request headers too large");
+    if (ec) return Close();  // closed, timed out, or garbage: nothing to answer
+    busy_ = true;
+    auto& req = parser_->get();
+    size_t limit = HttpRouter::BodyLimit(req.target());
+    if (parser_->content_length() && *parser_->content_length() > limit) {
+      return Send(HttpRouter::TooLarge(limit), /*keep_alive=*/false);
+    }
+    parser_->body_limit(limit);
+    stream_.expires_after(limits::kReadTimeout);
+    if (Lower(req[http::field::expect]) == "100-continue") {
+      auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      net::async_write(stream_, net::buffer(*msg),
+                       [self = shared_from_this(), msg](beast::error_code ec2, size_t) {
+                         if (ec2) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Connection::OnRead, shared_from_this()));
+  }
+
+  void OnRead(beast::error_code ec, size_t) {
+    if (ec == http::error::body_limit) {
+      return Send(HttpRouter::TooLarge(HttpRouter::BodyLimit(parser_->get().target())), false);
+    }
+    if (ec) return Close();
+    auto& raw = parser_->get();
+    HttpRequest req;
+    req.method = std::string(raw.method_string());
+    req.target = std::string(raw.target());
+    for (const auto& field : raw) {
+      req.headers.emplace_back(Lower(field.name_string()), std::string(field.value()));
+    }
+    req.body = std::move(raw.body());
+    bool keep_alive = raw.keep_alive();
+
+    auto start = std::chrono::steady_clock::now();
+    server_.metrics.BeginRequest();
+    RequestLog log;
+    HttpResponse res = server_.router.Handle(req, log);
+    server_.metrics.EndRequest();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    server_.metrics.Record(log.method.empty() ? log.route : log.method, log.tool, log.status,
+                           seconds);
+    // One line per request; never a token or a body.
+    spdlog::info("request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
+                 "trace_id={}",
+                 log.route, log.method.empty() ? "-" : log.method,
+                 log.tool.empty() ? "-" : log.tool, log.status, res.status, seconds * 1000,
+                 log.trace_id.empty() ? "-" : log.trace_id);
+    Send(std::move(res), keep_alive);
+  }
+
+  void Send(HttpResponse res, bool keep_alive) {
+    busy_ = true;
+    if (res.open_stream) return OpenStream(std::move(res));
+    auto msg = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(res.status), 11);
+    msg->set(http::field::server, "cortex");
+    for (auto& [k, v] : res.headers) msg->set(k, v);
+    if (!res.content_type.empty()) msg->set(http::field::content_type, res.content_type);
+    msg->body() = std::move(res.body);
+    msg->keep_alive(keep_alive && !server_.stopping);
+    msg->prepare_payload();
+    stream_.expires_after(limits::kReadTimeout);
+    http::async_write(stream_, *msg,
+                      [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+                        if (ec || !msg->keep_alive()) return self->Close();
+                        self->ReadHeader();
+                      });
+  }
+
+  void Refuse(int status, const std::string& why) {
+    HttpResponse r;
+    r.status = status;
+    r.content_type = "application/json";
+    r.body = nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}}.dump();
+    Send(std::move(r), false);
+  }
+
+  // A server-to-client event stream (GET /mcp): chunked, kept alive with SSE comments until
+  // the session ends, the client goes away, or the server stops.
+  void OpenStream(HttpResponse res) {
+    streaming_ = true;
+    session_ = res.stream_session;
+    std::string head = "HTTP/1.1 200 OK\r\nServer: cortex\r\nContent-Type: text/event-stream\r\n"
+                       "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n";
+    for (auto& [k, v] : res.headers) head += k + ": " + v + "\r\n";
+    head += "\r\n";
+    WriteStream(std::move(head));
+    // Notice the client leaving: any read completes only with an error (or stray bytes).
+    stream_.expires_never();
+    auto sink = std::make_shared<std::array<char, 256>>();
+    stream_.async_read_some(net::buffer(*sink), [self = shared_from_this(), sink](
+                                                    beast::error_code, size_t) { self->Close(); });
+    Tick();
+  }
+
+  void Tick() {
+    timer_.expires_after(limits::kSseKeepAlive);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->closed_) return;
+      if (self->server_.stopping || !self->server_.router.StreamAlive(self->session_)) {
+        self->WriteStream("0\r\n\r\n", /*then_close=*/true);
+        return;
+      }
+      self->WriteStream(Chunk(": keep-alive\n\n"));
+      self->Tick();
+    });
+  }
+
+  static std::string Chunk(std::string_view data) {
+    char size[20];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    return std::string(size) + std::string(data) + "\r\n";
+  }
+
+  void WriteStream(std::string bytes, bool then_close = false) {
+    auto msg = std::make_shared<std::string>(std::move(bytes));
+    net::async_write(stream_.socket(), net::buffer(*msg),
+                     [self = shared_from_this(), msg, then_close](beast::error_code ec, size_t) {
+                       if (ec || then_close) self->Close();
+                     });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    timer_.cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpServer::Impl& server_;
+  net::steady_timer timer_;
+  bool busy_ = false;
+  bool streaming_ = false;
+  bool closed_ = false;
+  std::string session_;
+};
+
+void HttpServer::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (!stopping) spdlog::warn("accept: {}", ec.message());
+      if (stopping || ec == net::error::operation_aborted) return;
+      return Accept();
+    }
+    if (stopping) return;
+    if (live >= limits::kMaxConnections) {
+      // Over the connection limit: say so and hang up, rather than queue without bound.
+      static const std::string kBusy =
+          "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n";
+      beast::error_code wec;
+      net::write(socket, net::buffer(kBusy), wec);
+      socket.close(wec);
+      return Accept();
+    }
+    ++live;
+    auto conn = std::make_shared<Connection>(std::move(socket), *this);
+    {
+      std::lock_guard<std::mutex> lock(conns_mu);
+      std::erase_if(conns, [](const auto& w) { return w.expired(); });
+      conns.push_back(conn);
+    }
+    conn->Start();
+    Accept();
+  });
+}
+
+void HttpServer::Impl::BeginStop() {
+  if (stopping.exchange(true)) return;
+  spdlog::info("shutting down: finishing in-flight requests");
+  net::post(acceptor.get_executor(), [this] {
+    beast::error_code ec;
+    acceptor.close(ec);
+  });
+  net::post(ioc, [this] {
+    if (signals) signals->cancel();
+  });
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu);
+    for (auto& w : conns) {
+      if (auto c = w.lock()) open.push_back(std::move(c));
+    }
+  }
+  for (auto& c : open) c->Stop();
+  // Past the grace period, whatever is still running is cut off.
+  net::post(ioc, [this] {
+    grace_timer.expires_after(limits::kShutdownGrace);
+    grace_timer.async_wait([this](beast::error_code ec) {
+      if (!ec) {
+        spdlog::warn("shutdown grace period over; closing remaining connections");
+        ioc.stop();
+      }
+    });
+    if (live == 0) grace_timer.cancel();
+  });
+}
+
+void HttpServer::Impl::ConnectionClosed() {
+  if (--live == 0 && stopping) net::post(ioc, [this] { grace_timer.cancel(); });
+}
+
+HttpServer::HttpServer(HttpRouter& router, Metrics& metrics, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(router, metrics, std::move(options))) {}
+
+HttpServer::~HttpServer() = default;
+
+Result<uint16_t> HttpServer::Bind() {
+  beast::error_code ec;
+  auto address = net::ip::make_address(impl_->options.host, ec);
+  if (ec) return Status::InvalidArgument("bad listen address '" + impl_->options.host + "'");
+  tcp::endpoint endpoint(address, impl_->options.port);
+  auto& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + impl_->options.host + ":" +
+                               std::to_string(impl_->options.port) + ": " + ec.message());
+  }
+  return acceptor.local_endpoint().port();
+}
+
+void HttpServer::Run() {
+  impl_->signals.emplace(impl_->ioc, SIGINT, SIGTERM);
+  impl_->signals->async_wait([this](beast::error_code ec, int) {
+    if (!ec) impl_->BeginStop();
+  });
+  impl_->Accept();
+  // run() returns once the acceptor, the signal wait and every connection are gone.
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->options.threads; ++i) {
+    threads.emplace_back([this] { impl_->ioc.run(); });
+  }
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+}
+
+void HttpServer::Stop() {
+  impl_->BeginStop();
+}
+
+}  // namespace cortex

@@ -1,0 +1,43 @@
+// The HTTP transport: Boost.Beast sockets around HttpRouter. Beast stays inside
+// http_server.cc; nothing else in the tree includes it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "transport/http_router.h"
+
+namespace cortex {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8787;  // 0: any free port
+  int threads = 2;
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpRouter& router, Metrics& metrics, HttpServerOptions options);
+  ~HttpServer();
+
+  // Binds and listens. Returns the bound port.
+  Result<uint16_t> Bind();
+
+  // Serves until SIGTERM or SIGINT (or Stop()), then stops accepting, lets in-flight
+  // requests finish (up to limits::kShutdownGrace), closes idle connections and returns.
+  // REQUIRES: Bind() succeeded.
+  void Run();
+
+  // Starts the graceful stop from any thread.
+  void Stop();
+
+  struct Impl;  // the Beast state, defined in http_server.cc
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cortex

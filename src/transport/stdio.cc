@@ -1,0 +1,56 @@
+#include "transport/stdio.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <string>
+
+#include "core/limits.h"
+#include "protocol/jsonrpc.h"
+
+namespace cortex {
+
+int ServeStdio(McpServer& server, const AuthContext& auth, Metrics& metrics, std::istream& in,
+               std::ostream& out) {
+  std::optional<std::string> session;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    auto start = std::chrono::steady_clock::now();
+    McpResponse res;
+    if (line.size() > limits::kMaxStdioLineBytes) {
+      res.body = rpc::MakeError(nullptr, {rpc::kInvalidRequest,
+                                          "Invalid Request: message exceeds " +
+                                              std::to_string(limits::kMaxStdioLineBytes) +
+                                              " bytes",
+                                          {}});
+      res.status = "invalid_request";
+    } else {
+      McpRequest req;
+      req.body = line;
+      req.transport = McpTransport::kStdio;
+      req.auth = &auth;
+      req.session_id = session;
+      res = server.Handle(req);
+      if (!res.new_session_id.empty()) {
+        // A new initialize replaces the old session: the process serves one client.
+        if (session) server.EndSession(*session, auth);
+        session = res.new_session_id;
+      }
+    }
+    for (const auto& n : res.notifications) out << n.dump() << '\n';
+    if (!res.body.is_null()) out << res.body.dump() << '\n';
+    out.flush();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics.Record(res.method, res.tool, res.status, seconds);
+    spdlog::info("request route=stdio method={} tool={} status={} latency_ms={:.3f} trace_id={}",
+                 res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool,
+                 res.status, seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
+  }
+  if (session) server.EndSession(*session, auth);
+  return 0;
+}
+
+}  // namespace cortex
