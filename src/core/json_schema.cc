@@ -61,6 +61,17 @@ Status JsonSchema::Validate(const nlohmann::json& doc) const {
       field = field.empty() ? name : field + "." + name;
       desc = "required field is missing";
     }
+    // "... 'properties' or 'additionalProperties' constraints: 'x'." names an unknown field.
+    const std::string kUnknown = "could not be validated using 'properties'";
+    if (desc.find(kUnknown) != std::string::npos && desc.size() > 2) {
+      size_t end = desc.rfind('\'');
+      size_t start = end == std::string::npos ? end : desc.rfind('\'', end - 1);
+      if (start != std::string::npos && start < end) {
+        std::string name = desc.substr(start + 1, end - start - 1);
+        field = field.empty() ? name : field + "." + name;
+        desc = "unknown field (not in the schema)";
+      }
+    }
     message = field.empty() ? desc : "field '" + field + "': " + desc;
   } else {
     message = "arguments do not match the schema";

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <limits>
 #include <cctype>
 #include <mutex>
 #include <thread>
@@ -86,7 +87,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (server_.stopping) return Close();
     parser_.emplace();
     parser_->header_limit(limits::kMaxHeaderBytes);
-    parser_->body_limit(limits::kMaxIngestBodyBytes);
+    // The body limit depends on the route: it is set once the header names the target.
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     stream_.expires_after(limits::kIdleTimeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));

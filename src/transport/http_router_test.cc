@@ -1,0 +1,173 @@
+#include "transport/http_router.h"
+
+#include <gtest/gtest.h>
+
+#include "core/limits.h"
+#include "core/time.h"
+#include "protocol/jsonrpc.h"
+#include "testing/temp_store.h"
+#include "tools/cortex_tools.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+class HttpRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    mcp_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
+    router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, RouterOptions{}, AuthContext{});
+    token_ = CreateToken(*store_, clock_, "alpha", kScopeRead | kScopeAct, "")->secret;
+    reader_ = CreateToken(*store_, clock_, "alpha", kScopeRead, "")->secret;
+  }
+
+  HttpRequest Post(const std::string& target, std::string body, const std::string& token) {
+    HttpRequest r{"POST", target, {{"host", "127.0.0.1:8787"},
+                                    {"content-type", "application/json"},
+                                    {"accept", "application/json, text/event-stream"}},
+                  std::move(body)};
+    if (!token.empty()) r.headers.emplace_back("authorization", "Bearer " + token);
+    return r;
+  }
+
+  HttpResponse Send(const HttpRequest& req) {
+    RequestLog log;
+    return router_->Handle(req, log);
+  }
+
+  static std::string Initialize() {
+    return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
+  }
+
+  static const std::string* Find(const HttpResponse& r, const std::string& name) {
+    for (const auto& [k, v] : r.headers) {
+      if (k == name) return &v;
+    }
+    return nullptr;
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  ToolRegistry registry_;
+  std::unique_ptr<McpServer> mcp_;
+  std::unique_ptr<HttpRouter> router_;
+  std::string token_, reader_;
+};
+
+TEST_F(HttpRouterTest, HealthNeedsNoToken) {
+  HttpRequest r{"GET", "/healthz", {}, ""};
+  EXPECT_EQ(Send(r).status, 200);
+}
+
+TEST_F(HttpRouterTest, MissingOrWrongTokenIs401WithChallenge) {
+  HttpResponse none = Send(Post("/mcp", Initialize(), ""));
+  EXPECT_EQ(none.status, 401);
+  ASSERT_NE(Find(none, "WWW-Authenticate"), nullptr);
+  EXPECT_EQ(Find(none, "WWW-Authenticate")->rfind("Bearer", 0), 0u);
+  HttpResponse wrong = Send(Post("/mcp", Initialize(), "ctk_" + std::string(48, '0')));
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_NE(Find(wrong, "WWW-Authenticate")->find("invalid_token"), std::string::npos);
+}
+
+TEST_F(HttpRouterTest, InitializeIssuesASession) {
+  HttpResponse r = Send(Post("/mcp", Initialize(), token_));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "application/json");
+  ASSERT_NE(Find(r, "Mcp-Session-Id"), nullptr);
+  EXPECT_EQ(json::parse(r.body)["result"]["protocolVersion"], "2025-11-25");
+}
+
+TEST_F(HttpRouterTest, ForeignOriginAndHostAre403) {
+  HttpRequest r = Post("/mcp", Initialize(), token_);
+  r.headers.emplace_back("origin", "http://evil.example.com");
+  EXPECT_EQ(Send(r).status, 403);
+  HttpRequest h = Post("/mcp", Initialize(), token_);
+  h.headers[0].second = "evil.example.com";
+  EXPECT_EQ(Send(h).status, 403);
+  HttpRequest ok = Post("/mcp", Initialize(), token_);
+  ok.headers.emplace_back("origin", "http://localhost:6274");
+  EXPECT_EQ(Send(ok).status, 200);
+}
+
+TEST_F(HttpRouterTest, MalformedBodiesAre400) {
+  EXPECT_EQ(Send(Post("/mcp", "{not json", token_)).status, 400);
+  HttpResponse batch = Send(Post("/mcp", "[" + Initialize() + "]", token_));
+  EXPECT_EQ(batch.status, 400);
+  EXPECT_EQ(json::parse(batch.body)["error"]["code"], rpc::kInvalidRequest);
+}
+
+TEST_F(HttpRouterTest, ContentTypeAndAcceptAreChecked) {
+  HttpRequest r = Post("/mcp", Initialize(), token_);
+  r.headers[1].second = "text/plain";
+  EXPECT_EQ(Send(r).status, 415);
+  HttpRequest a = Post("/mcp", Initialize(), token_);
+  a.headers[2].second = "text/html";
+  EXPECT_EQ(Send(a).status, 406);
+}
+
+TEST_F(HttpRouterTest, SseOnlyClientsGetAnEventStream) {
+  HttpRequest r = Post("/mcp", Initialize(), token_);
+  r.headers[2].second = "text/event-stream";
+  HttpResponse res = Send(r);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.content_type, "text/event-stream");
+  EXPECT_EQ(res.body.rfind("event: message\ndata: {", 0), 0u) << res.body;
+}
+
+TEST_F(HttpRouterTest, StatelessUnknownMethodIs404) {
+  HttpRequest r = Post("/mcp",
+                       R"({"jsonrpc":"2.0","id":1,"method":"nope","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
+                       token_);
+  r.headers.emplace_back("mcp-protocol-version", "2026-07-28");
+  r.headers.emplace_back("mcp-method", "nope");
+  HttpResponse res = Send(r);
+  EXPECT_EQ(res.status, 404);
+  EXPECT_EQ(json::parse(res.body)["error"]["code"], rpc::kMethodNotFound);
+}
+
+TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
+  std::string sid = *Find(Send(Post("/mcp", Initialize(), token_)), "Mcp-Session-Id");
+  HttpRequest get{"GET", "/mcp", {{"authorization", "Bearer " + token_},
+                                   {"accept", "text/event-stream"},
+                                   {"mcp-session-id", sid}}, ""};
+  HttpResponse stream = Send(get);
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_TRUE(stream.open_stream);
+  EXPECT_TRUE(router_->StreamAlive(sid));
+  HttpRequest del = get;
+  del.method = "DELETE";
+  EXPECT_EQ(Send(del).status, 200);
+  EXPECT_FALSE(router_->StreamAlive(sid));
+  EXPECT_EQ(Send(del).status, 404);
+  HttpRequest no_session{"GET", "/mcp", {{"authorization", "Bearer " + token_}}, ""};
+  EXPECT_EQ(Send(no_session).status, 405);
+}
+
+TEST_F(HttpRouterTest, IngestNeedsActScopeAndReportsLineErrors) {
+  std::string line =
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"a@b.example","summary":"hi"})";
+  HttpResponse read_only = Send(Post("/v1/episodes", line, reader_));
+  EXPECT_EQ(read_only.status, 403);
+  HttpResponse ok = Send(Post("/v1/episodes", line, token_));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(json::parse(ok.body)["episodes_added"], 1);
+  HttpResponse bad = Send(Post("/v1/episodes", line + "\n{\"type\":\"episode\"}", token_));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body)["message"].get<std::string>().rfind("line 2:", 0), 0u);
+}
+
+TEST_F(HttpRouterTest, BodyLimitsByRoute) {
+  EXPECT_EQ(HttpRouter::BodyLimit("/mcp"), limits::kMaxRequestBodyBytes);
+  EXPECT_EQ(HttpRouter::BodyLimit("/v1/episodes"), limits::kMaxIngestBodyBytes);
+  EXPECT_EQ(HttpRouter::TooLarge(10).status, 413);
+}
+
+TEST_F(HttpRouterTest, UnknownPathIs404) {
+  HttpRequest r{"GET", "/nope", {}, ""};
+  EXPECT_EQ(Send(r).status, 404);
+}
+
+}  // namespace
+}  // namespace cortex

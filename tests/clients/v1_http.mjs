@@ -1,0 +1,150 @@
+// Official MCP TypeScript SDK v1 (@modelcontextprotocol/sdk) client against
+// `cortex serve` over Streamable HTTP with a bearer token (protocol 2025-11-25).
+//
+//   CORTEX_BIN=/path/to/cortex node v1_http.mjs
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+
+import {
+    Suite,
+    createToken,
+    describeError,
+    expect,
+    expectCoreTools,
+    expectEqual,
+    expectToolError,
+    expectWorkspaceStatus,
+    initializeBody,
+    makeDataDir,
+    rawPost,
+    responseTo,
+    show,
+    startServer,
+    tapTransport
+} from './lib.mjs';
+
+const WORKSPACE = 'sdk-v1-http';
+const PROTOCOL = '2025-11-25';
+const suite = new Suite('v1_http', 17);
+
+function newClient() {
+    return new Client({ name: 'cortex-interop-v1-http', version: '1.0.0' }, { capabilities: {} });
+}
+
+function newTransport(url, token) {
+    return new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } }
+    });
+}
+
+await suite.run(async s => {
+    const dataDir = await makeDataDir(s, 'v1http');
+    const token = await s.check('token create prints a bearer token', () => createToken(dataDir, WORKSPACE), { fatal: true });
+    const server = await s.check('serve starts and GET /healthz answers 200', () => startServer(s, dataDir), { fatal: true });
+
+    await s.check('SDK v1 targets protocol 2025-11-25', () => {
+        expectEqual(LATEST_PROTOCOL_VERSION, PROTOCOL, 'sdk LATEST_PROTOCOL_VERSION');
+    });
+
+    await s.check('POST /mcp without Authorization is HTTP 401', async () => {
+        const r = await rawPost(server.mcpUrl, initializeBody());
+        expectEqual(r.status, 401, 'status');
+    });
+
+    await s.check('POST /mcp with a wrong bearer token is HTTP 401', async () => {
+        const r = await rawPost(server.mcpUrl, initializeBody(), { Authorization: `Bearer ${token}x` });
+        expectEqual(r.status, 401, 'status');
+    });
+
+    await s.check('v1 client with a wrong token fails to connect with 401', async () => {
+        const client = newClient();
+        const transport = newTransport(server.mcpUrl, 'wrong-' + token);
+        let err;
+        try {
+            await client.connect(transport, { timeout: 10_000 });
+        } catch (e) {
+            err = e;
+        } finally {
+            await client.close().catch(() => {});
+        }
+        expect(err, 'connect() unexpectedly succeeded with a wrong token');
+        expect(
+            (err instanceof StreamableHTTPError && err.code === 401) || /\b401\b/.test(String(err.message)),
+            `expected an HTTP 401 error, got ${describeError(err)}`
+        );
+    });
+
+    // ---- the real session
+    const client = newClient();
+    const transport = newTransport(server.mcpUrl, token);
+    const tap = tapTransport(transport);
+    const transportErrors = [];
+    client.onerror = err => transportErrors.push(err);
+
+    await s.check('v1 client connects with the bearer token (initialize handshake)', () => client.connect(transport, { timeout: 15_000 }), {
+        fatal: true
+    });
+
+    await s.check(`negotiated protocol version is ${PROTOCOL}`, () => {
+        const init = responseTo(tap, 'initialize');
+        expect(init && init.result, `no initialize result recorded: ${show(init)}`);
+        expectEqual(init.result.protocolVersion, PROTOCOL, 'initialize result.protocolVersion');
+        expectEqual(transport.protocolVersion, PROTOCOL, 'transport.protocolVersion (sent as MCP-Protocol-Version)');
+        const info = client.getServerVersion();
+        expect(info && typeof info.name === 'string' && info.name.length > 0, `serverInfo.name missing: ${show(info)}`);
+        expect(client.getServerCapabilities()?.tools, `server capabilities lack "tools": ${show(client.getServerCapabilities())}`);
+        s.info(`server ${info.name} ${info.version}; session id ${transport.sessionId ? 'assigned' : 'not assigned'}`);
+    });
+
+    await s.check('ping', async () => {
+        const r = await client.ping();
+        expect(r && typeof r === 'object', `ping result: ${show(r)}`);
+    });
+
+    await s.check('tools/list has workspace.status and entity.lookup with input and output schemas', async () => {
+        const { tools } = await client.listTools();
+        expectCoreTools(tools, 'tools/list');
+    });
+
+    await s.check('workspace.status returns the workspace (structuredContent == JSON text)', async () => {
+        const result = await client.callTool({ name: 'workspace.status', arguments: {} });
+        expectWorkspaceStatus(result, WORKSPACE, 'workspace.status');
+    });
+
+    await s.check('entity.lookup with an unknown identifier is a tool error not_found', async () => {
+        const result = await client.callTool({ name: 'entity.lookup', arguments: { identifier: 'nobody-such@example.invalid' } });
+        expectToolError(result, 'not_found', 'entity.lookup(unknown)');
+    });
+
+    await s.check('entity.lookup without identifier is a tool error invalid_arguments naming the field', async () => {
+        const result = await client.callTool({ name: 'entity.lookup', arguments: {} });
+        const body = expectToolError(result, 'invalid_arguments', 'entity.lookup({})');
+        expect(body.message.includes('identifier'), `message should mention "identifier": ${show(body.message)}`);
+    });
+
+    await s.check('no transport errors during the session (incl. the GET /mcp SSE stream: 200 or 405)', () => {
+        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+    });
+
+    await s.check('session ends cleanly (DELETE /mcp if a session id was assigned, then close)', async () => {
+        if (transport.sessionId) await transport.terminateSession(); // 2xx or 405 accepted by the SDK
+        await client.close();
+    });
+
+    await s.check('SIGTERM stops the server with exit code 0', async () => {
+        const { code, signal } = await server.stop();
+        expect(code === 0, `exit code ${code}, signal ${signal}`);
+    });
+
+    await s.check('server stops listening after exit', async () => {
+        let reachable = true;
+        try {
+            await fetch(`${server.baseUrl}/healthz`, { signal: AbortSignal.timeout(2000) });
+        } catch {
+            reachable = false;
+        }
+        expect(!reachable, 'healthz still answers after the server exited');
+    });
+});
