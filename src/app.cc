@@ -100,8 +100,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   // Host checks guard loopback servers against DNS rebinding. A server listening on a
   // public address is reached by names we cannot guess, unless the operator lists them.
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
-  HttpRouter router(mcp, **store, clock, router_options, anonymous);
   Metrics metrics;
+  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
   HttpServer server(router, metrics, HttpServerOptions{hp->host, hp->port, options.threads});
   auto port = server.Bind();
   if (!port.ok()) {

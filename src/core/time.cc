@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "core/time.h"
 
 #include <cstdio>
@@ -54,7 +55,7 @@ std::string FormatTime(TimePoint t) {
 
 Result<TimePoint> ParseTime(std::string_view s) {
   auto bad = [&] {
-    return Status::InvalidArgument("'" + std::string(s.substr(0, 40)) +
+    return Status::InvalidArgument("'" + Utf8Prefix(s, 40) +
                                    "' is not an RFC 3339 time like 2026-05-12T13:24:00Z");
   };
   int y, mo, d, h, mi, sec;

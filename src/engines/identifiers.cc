@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "engines/identifiers.h"
 
 #include <algorithm>
@@ -23,7 +24,7 @@ std::string Lower(std::string s) {
 
 Result<std::string> NormalizeIdentifier(const std::string& raw) {
   auto bad = [&] {
-    return Status::InvalidArgument("'" + raw.substr(0, 64) +
+    return Status::InvalidArgument("'" + Utf8Prefix(raw, 64) +
                                    "' is not an email address, @handle or +phone number");
   };
   if (raw.empty() || raw.size() > limits::kMaxIdentifierChars) return bad();

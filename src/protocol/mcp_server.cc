@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "protocol/mcp_server.h"
 
 #include <spdlog/spdlog.h>
@@ -328,7 +329,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
   }
-  out.tool = name->get<std::string>().substr(0, limits::kMaxToolNameChars);
+  out.tool = Utf8Prefix(name->get_ref<const std::string&>(), limits::kMaxToolNameChars);
   if (!tools_.Has(*name)) {
     out.status = "unknown_tool";
     return RpcFailure{{rpc::kInvalidParams, "Unknown tool: " + out.tool, {}}};

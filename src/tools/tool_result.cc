@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "tools/tool_result.h"
 
 namespace cortex {
@@ -44,7 +45,7 @@ ToolReply ToolReply::Raw(json call_tool_result) {
 
 json ToolReply::ToCallToolResult() const {
   if (raw_) return body_;
-  json result{{"content", json::array({{{"type", "text"}, {"text", body_.dump()}}})},
+  json result{{"content", json::array({{{"type", "text"}, {"text", DumpJson(body_)}}})},
               {"structuredContent", body_}};
   if (is_error_) result["isError"] = true;
   return result;

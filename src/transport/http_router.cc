@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "transport/http_router.h"
 
 #include <algorithm>
@@ -25,7 +26,7 @@ HttpResponse Json(int status, const json& body) {
   HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = body.dump();
+  r.body = DumpJson(body);
   return r;
 }
 
@@ -71,7 +72,7 @@ Accepts ParseAccept(const std::string* accept) {
 }
 
 std::string SseEvent(const json& message) {
-  return "event: message\ndata: " + message.dump() + "\n\n";
+  return "event: message\ndata: " + DumpJson(message) + "\n\n";
 }
 
 int StatusFor(Disposition d) {
@@ -94,11 +95,12 @@ const std::string* HttpRequest::Header(std::string_view name) const {
   return nullptr;
 }
 
-HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, RouterOptions options,
-                       AuthContext anonymous)
+HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
+                       RouterOptions options, AuthContext anonymous)
     : mcp_(mcp),
       store_(store),
       clock_(clock),
+      metrics_(metrics),
       options_(std::move(options)),
       anonymous_(std::move(anonymous)) {}
 
@@ -180,6 +182,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   if (path == "/healthz") {
     if (req.method != "GET" && req.method != "HEAD") return Problem(405, "method_not_allowed", "use GET");
     return Json(200, {{"status", "ok"}});
+  }
+  if (path == "/metrics") {
+    if (req.method != "GET") return Problem(405, "method_not_allowed", "use GET");
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = metrics_.RenderPrometheus();
+    return r;
   }
   bool is_mcp = path == "/mcp";
   if (!is_mcp && path != "/v1/episodes") {
@@ -312,7 +321,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     r.body += SseEvent(mres.body);
   } else {
     r.content_type = "application/json";
-    r.body = mres.body.dump();
+    r.body = DumpJson(mres.body);
   }
   return r;
 }

@@ -59,8 +59,8 @@ struct RequestLog {
 
 class HttpRouter {
  public:
-  HttpRouter(McpServer& mcp, Store& store, const Clock& clock, RouterOptions options,
-             AuthContext anonymous);
+  HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
+             RouterOptions options, AuthContext anonymous);
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
@@ -85,6 +85,7 @@ class HttpRouter {
   McpServer& mcp_;
   Store& store_;
   const Clock& clock_;
+  Metrics& metrics_;
   RouterOptions options_;
   AuthContext anonymous_;
 };

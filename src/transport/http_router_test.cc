@@ -18,7 +18,8 @@ class HttpRouterTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(RegisterCortexTools(registry_).ok());
     mcp_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
-    router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, RouterOptions{}, AuthContext{});
+    router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, RouterOptions{},
+                                           AuthContext{});
     token_ = CreateToken(*store_, clock_, "alpha", kScopeRead | kScopeAct, "")->secret;
     reader_ = CreateToken(*store_, clock_, "alpha", kScopeRead, "")->secret;
   }
@@ -51,6 +52,7 @@ class HttpRouterTest : public ::testing::Test {
   testing::TempStore store_;
   FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
   ToolRegistry registry_;
+  Metrics metrics_;
   std::unique_ptr<McpServer> mcp_;
   std::unique_ptr<HttpRouter> router_;
   std::string token_, reader_;
@@ -162,6 +164,19 @@ TEST_F(HttpRouterTest, BodyLimitsByRoute) {
   EXPECT_EQ(HttpRouter::BodyLimit("/mcp"), limits::kMaxRequestBodyBytes);
   EXPECT_EQ(HttpRouter::BodyLimit("/v1/episodes"), limits::kMaxIngestBodyBytes);
   EXPECT_EQ(HttpRouter::TooLarge(10).status, 413);
+}
+
+TEST_F(HttpRouterTest, MetricsArePrometheusText) {
+  metrics_.Record("tools/call", "entity.lookup", "not_found", 0.0004);
+  HttpResponse r = Send(HttpRequest{"GET", "/metrics", {}, ""});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("cortex_requests_total{method=\"tools/call\",tool=\"entity.lookup\","
+                        "status=\"not_found\"} 1"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("cortex_request_duration_seconds_bucket{le=\"0.0005\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("cortex_requests_in_flight 0"), std::string::npos);
 }
 
 TEST_F(HttpRouterTest, UnknownPathIs404) {

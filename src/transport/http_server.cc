@@ -1,5 +1,6 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
 // connection runs on its own strand, and the request handler (HttpRouter) does no I/O.
+#include "core/json_text.h"
 #include "transport/http_server.h"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -140,7 +141,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto start = std::chrono::steady_clock::now();
     server_.metrics.BeginRequest();
     RequestLog log;
-    HttpResponse res = server_.router.Handle(req, log);
+    HttpResponse res;
+    try {
+      res = server_.router.Handle(req, log);
+    } catch (const std::exception& e) {
+      // The one boundary for exceptions: a bug answers 500, it never takes the server down.
+      spdlog::error("request failed: {}", e.what());
+      log.status = "internal_error";
+      res = HttpResponse{};
+      res.status = 500;
+      res.content_type = "application/json";
+      res.body = R"({"status":"error","error":"internal_error","message":"internal error"})";
+    }
     server_.metrics.EndRequest();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -178,7 +190,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpResponse r;
     r.status = status;
     r.content_type = "application/json";
-    r.body = nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}}.dump();
+    r.body = DumpJson(nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}});
     Send(std::move(r), false);
   }
 

@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "transport/stdio.h"
 
 #include <spdlog/spdlog.h>
@@ -32,15 +33,22 @@ int ServeStdio(McpServer& server, const AuthContext& auth, Metrics& metrics, std
       req.transport = McpTransport::kStdio;
       req.auth = &auth;
       req.session_id = session;
-      res = server.Handle(req);
+      try {
+        res = server.Handle(req);
+      } catch (const std::exception& e) {
+        spdlog::error("request failed: {}", e.what());
+        res = McpResponse{};
+        res.body = rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}});
+        res.status = "internal_error";
+      }
       if (!res.new_session_id.empty()) {
         // A new initialize replaces the old session: the process serves one client.
         if (session) server.EndSession(*session, auth);
         session = res.new_session_id;
       }
     }
-    for (const auto& n : res.notifications) out << n.dump() << '\n';
-    if (!res.body.is_null()) out << res.body.dump() << '\n';
+    for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
+    if (!res.body.is_null()) out << DumpJson(res.body) << '\n';
     out.flush();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

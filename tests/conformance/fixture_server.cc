@@ -24,14 +24,21 @@ constexpr char kWav[] = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQI
 
 json NoArgs() { return {{"type", "object"}, {"properties", json::object()}}; }
 
+ToolDef Tool(std::string name, std::string description, json input_schema,
+             cortex::ToolHandler handler) {
+  ToolDef def;
+  def.name = std::move(name);
+  def.description = std::move(description);
+  def.input_schema = std::move(input_schema);
+  def.handler = std::move(handler);
+  return def;
+}
+
 ToolDef Fixture(std::string name, std::string description, json content, bool is_error = false) {
   json result = {{"content", std::move(content)}};
   if (is_error) result["isError"] = true;
-  return ToolDef{.name = std::move(name),
-                 .description = std::move(description),
-                 .input_schema = NoArgs(),
-                 .scope = cortex::kScopeRead,
-                 .handler = [result](ToolContext&, const json&) { return ToolReply::Raw(result); }};
+  return Tool(std::move(name), std::move(description), NoArgs(),
+              [result](ToolContext&, const json&) { return ToolReply::Raw(result); });
 }
 
 Status RegisterFixtures(cortex::ToolRegistry& r) {
@@ -65,12 +72,9 @@ Status RegisterFixtures(cortex::ToolRegistry& r) {
       json::array({{{"type", "text"},
                     {"text", "This tool intentionally returns an error for testing"}}}),
       /*is_error=*/true)));
-  CORTEX_RETURN_IF_ERROR(r.Add(ToolDef{
-      .name = "test_tool_with_progress",
-      .description = "Reports progress three times, then returns",
-      .input_schema = NoArgs(),
-      .scope = cortex::kScopeRead,
-      .handler = [](ToolContext& ctx, const json&) {
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "test_tool_with_progress", "Reports progress three times, then returns", NoArgs(),
+      [](ToolContext& ctx, const json&) {
         json token = ctx.meta.is_object() ? ctx.meta.value("progressToken", json()) : json();
         for (int progress : {0, 50, 100}) {
           if (!token.is_null()) {
@@ -83,23 +87,21 @@ Status RegisterFixtures(cortex::ToolRegistry& r) {
         }
         return ToolReply::Raw(
             {{"content", json::array({{{"type", "text"}, {"text", token.dump()}}})}});
-      }}));
+      })));
   CORTEX_RETURN_IF_ERROR(r.Add(Fixture(
       "test_reconnection", "Returns text (the suite's SSE polling scenario)",
       json::array({{{"type", "text"}, {"text", "Reconnection test completed"}}}))));
-  CORTEX_RETURN_IF_ERROR(r.Add(ToolDef{
-      .name = "json_schema_2020_12_tool",
-      .description = "Tool with JSON Schema 2020-12 features",
-      .input_schema = json::parse(R"({"$schema":"https://json-schema.org/draft/2020-12/schema",
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
+      json::parse(R"({"$schema":"https://json-schema.org/draft/2020-12/schema",
         "type":"object","$defs":{"address":{"type":"object","properties":{
         "street":{"type":"string"},"city":{"type":"string"}}}},"properties":{
         "name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},
         "additionalProperties":false})"),
-      .scope = cortex::kScopeRead,
-      .handler = [](ToolContext&, const json& args) {
+      [](ToolContext&, const json& args) {
         return ToolReply::Raw(
             {{"content", json::array({{{"type", "text"}, {"text", args.dump()}}})}});
-      }}));
+      })));
   return Status::Ok();
 }
 

@@ -1,0 +1,19 @@
+// Turning JSON into text safely. Strings that came from headers or paths may hold bytes that
+// are not UTF-8; on the wire they become U+FFFD rather than an exception.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace cortex {
+
+// Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
+std::string DumpJson(const nlohmann::json& value);
+
+// The longest prefix of `s` of at most `max_bytes` bytes that does not split a UTF-8
+// character.
+std::string Utf8Prefix(std::string_view s, size_t max_bytes);
+
+}  // namespace cortex
