@@ -337,7 +337,10 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
   }
   if (!auth.Has(kScopeAct)) {
     log.status = "unauthorized";
-    return Problem(403, "unauthorized", "ingest needs a token with the 'act' scope");
+    HttpResponse r = Problem(403, "unauthorized", "ingest needs a token with the 'act' scope");
+    r.headers.emplace_back("WWW-Authenticate",
+                           R"(Bearer realm="cortex", error="insufficient_scope", scope="act")");
+    return r;
   }
   auto report = IngestJsonl(store_, clock_, auth.workspace_id, req.body);
   if (!report.ok()) {
