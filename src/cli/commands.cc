@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -11,6 +12,7 @@
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/ingest.h"
+#include "engines/rules.h"
 #include "engines/tokens.h"
 #include "store/store.h"
 
@@ -24,10 +26,29 @@ int Fail(const Status& st) {
 
 Result<std::unique_ptr<Store>> Open(const std::string& data) { return OpenSqliteStore(data); }
 
+Result<std::string> ReadInput(const std::string& file) {
+  std::string body;
+  if (file == "-") {
+    body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return body;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::InvalidArgument("cannot read " + file);
+  body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return body;
+}
+
+void PrintRulesReport(const ImportReport& r) {
+  std::cout << "rules: " << r.added << " added, " << r.unchanged << " unchanged, " << r.retired
+            << " retired" << (r.settings_changed ? ", settings changed" : "")
+            << "; agent_version " << r.agent_version << "\n";
+}
+
 void PrintReport(const IngestReport& r) {
   std::cout << "ingested " << r.episodes_added << " episodes, " << r.entities_added
             << " new entities, " << r.entities_updated << " updated entities, " << r.duplicates
-            << " duplicates skipped; world_version " << r.world_version << "\n";
+            << " duplicates skipped, " << r.triaged << " triaged; world_version "
+            << r.world_version << "\n";
 }
 
 }  // namespace
@@ -77,14 +98,9 @@ int CmdTokenRevoke(const std::string& data, const std::string& workspace,
 }
 
 int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file) {
-  std::string body;
-  if (file == "-") {
-    body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Fail(Status::InvalidArgument("cannot read " + file));
-    body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  auto input = ReadInput(file);
+  if (!input.ok()) return Fail(input.status());
+  const std::string& body = *input;
   auto store = Open(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = EnsureWorkspace(**store, ProcessClock(), workspace);
@@ -92,6 +108,56 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
   auto report = IngestJsonl(**store, ProcessClock(), ws->id, body);
   if (!report.ok()) return Fail(report.status());
   PrintReport(*report);
+  return 0;
+}
+
+int CmdRulesImport(const std::string& data, const std::string& workspace,
+                   const std::string& file) {
+  auto input = ReadInput(file);
+  if (!input.ok()) return Fail(input.status());
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = EnsureWorkspace(**store, ProcessClock(), workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  auto report = ImportRules(**store, ProcessClock(), ws->id, *input);
+  if (!report.ok()) return Fail(Status::InvalidArgument(file + ": " + report.status().message()));
+  PrintRulesReport(*report);
+  return 0;
+}
+
+int CmdRulesList(const std::string& data, const std::string& workspace, bool all) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  std::vector<Rule> rules;
+  Status st = (*store)->Read([&](ReadTx& tx) {
+    auto list = tx.ListRules(ws->id, !all);
+    if (!list.ok()) return list.status();
+    rules = std::move(*list);
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  // Active rules in evaluation order (triage first), then any retired ones.
+  std::vector<Rule> active, retired;
+  for (Rule& r : rules) (r.active ? active : retired).push_back(std::move(r));
+  SortForEvaluation(active);
+  std::stable_partition(active.begin(), active.end(),
+                        [](const Rule& r) { return r.kind == "triage"; });
+  ConfidenceThresholds thresholds;
+  std::cout << "ID\tNAME\tKIND\tEFFECT\tPRIORITY\tCONFIDENCE\tSUPPORT\tHITS\tSTATUS\tSUMMARY\n";
+  for (const auto* group : {&active, &retired}) {
+    for (const Rule& r : *group) {
+      std::string effect = r.then.triage_class;
+      if (r.then.max_level) effect = "max_level=" + std::to_string(*r.then.max_level);
+      if (r.then.block) effect += effect.empty() ? "block" : ",block";
+      if (r.then.urgent) effect += effect.empty() ? "urgent" : ",urgent";
+      std::cout << r.id << "\t" << r.name << "\t" << r.kind << "\t" << effect << "\t"
+                << r.priority << "\t" << ConfidenceLabel(r, thresholds) << "\t" << r.support
+                << "\t" << r.hits << "\t" << (r.active ? "active" : "retired") << "\t"
+                << r.summary << "\n";
+    }
+  }
   return 0;
 }
 
@@ -109,10 +175,20 @@ int CmdDemo(const std::string& data) {
   if (!store.ok()) return Fail(store.status());
   auto ws = EnsureWorkspace(**store, ProcessClock(), "demo");
   if (!ws.ok()) return Fail(ws.status());
-  auto report = IngestJsonl(**store, ProcessClock(), ws->id, DemoWorldJsonl());
-  if (!report.ok()) return Fail(report.status());
+  // History first, then the rules learned from it, then the current week, which is triaged
+  // under those rules. Each step is idempotent.
+  auto history = IngestJsonl(**store, ProcessClock(), ws->id, DemoWorldJsonl());
+  if (!history.ok()) return Fail(history.status());
+  auto rules = ImportRules(**store, ProcessClock(), ws->id, DemoRulesYaml());
+  if (!rules.ok()) return Fail(rules.status());
+  auto week = IngestJsonl(**store, ProcessClock(), ws->id, DemoWeekJsonl());
+  if (!week.ok()) return Fail(week.status());
+  std::cout << "workspace demo: history: ";
+  PrintReport(*history);
   std::cout << "workspace demo: ";
-  PrintReport(*report);
+  PrintRulesReport(*rules);
+  std::cout << "workspace demo: this week: ";
+  PrintReport(*week);
   return 0;
 }
 

@@ -12,6 +12,9 @@ int CmdTokenList(const std::string& data, const std::string& workspace);
 int CmdTokenRevoke(const std::string& data, const std::string& workspace,
                    const std::string& token_id);
 int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file);
+int CmdRulesImport(const std::string& data, const std::string& workspace,
+                   const std::string& file);
+int CmdRulesList(const std::string& data, const std::string& workspace, bool all);
 int CmdMigrate(const std::string& data);
 int CmdDemo(const std::string& data);
 

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   // token create|list|revoke
   auto* token_cmd = app.add_subcommand("token", "Manage bearer tokens");
   token_cmd->require_subcommand(1);
-  std::string workspace, scopes = "read", label, token_id;
+  std::string workspace, scopes = "read", label, token_id, file;
   auto* create = token_cmd->add_subcommand("create", "Create a token; prints only the token");
   add_data(create);
   create->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
@@ -87,10 +87,24 @@ int main(int argc, char** argv) {
   // ingest
   auto* ingest = app.add_subcommand("ingest", "Ingest a JSONL file of entities and episodes");
   add_data(ingest);
-  std::string file;
   ingest->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
   ingest->add_option("file", file, "FILE.jsonl, or - for stdin")->required();
   ingest->callback([&] { rc = CmdIngest(data_dir, workspace, file); });
+
+  // rules import|list
+  auto* rules_cmd = app.add_subcommand("rules", "Import and list a workspace's rules");
+  rules_cmd->require_subcommand(1);
+  auto* rules_import = rules_cmd->add_subcommand("import", "Make FILE.yaml the workspace's rules");
+  add_data(rules_import);
+  rules_import->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
+  rules_import->add_option("file", file, "FILE.yaml, or - for stdin")->required();
+  rules_import->callback([&] { rc = CmdRulesImport(data_dir, workspace, file); });
+  auto* rules_list = rules_cmd->add_subcommand("list", "List the rules in force, in evaluation order");
+  add_data(rules_list);
+  rules_list->add_option("--workspace", workspace, "Workspace")->required();
+  bool all_rules = false;
+  rules_list->add_flag("--all", all_rules, "Include retired rules");
+  rules_list->callback([&] { rc = CmdRulesList(data_dir, workspace, all_rules); });
 
   // migrate
   auto* migrate = app.add_subcommand("migrate", "Apply pending schema migrations");

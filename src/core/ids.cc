@@ -2,6 +2,7 @@
 
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -55,6 +56,19 @@ std::string NewId(std::string_view prefix, const Clock& clock) {
     v >>= 5;
   }
   out.append(chars, 26);
+  return out;
+}
+
+std::string IdFloor(std::string_view prefix, TimePoint t) {
+  int64_t ms = std::max<int64_t>(0, ToUnixMillis(t));
+  std::string out(prefix);
+  char chars[10];
+  for (int i = 9; i >= 0; --i) {  // 48 bits of time in the first 10 characters
+    chars[i] = kCrockford[ms & 31];
+    ms >>= 5;
+  }
+  out.append(chars, 10);
+  out.append(16, '0');
   return out;
 }
 

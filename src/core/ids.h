@@ -12,6 +12,10 @@ namespace cortex {
 // even within one millisecond. Thread-safe.
 std::string NewId(std::string_view prefix, const Clock& clock);
 
+// The smallest id with `prefix` minted at time `t`: ids minted at or after `t` compare
+// greater or equal, ids minted before compare less.
+std::string IdFloor(std::string_view prefix, TimePoint t);
+
 // True iff `id` is `prefix` followed by a well-formed ULID.
 bool IsId(std::string_view id, std::string_view prefix);
 

@@ -62,8 +62,10 @@ class [[nodiscard]] Result {
   T&& value() && { return std::move(*value_); }
   T* operator->() { return &*value_; }
   const T* operator->() const { return &*value_; }
-  T& operator*() { return *value_; }
-  const T& operator*() const { return *value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+  // On a temporary, hands the value out (so `for (x : *Make())` does not dangle).
+  T operator*() && { return std::move(*value_); }
 
  private:
   std::optional<T> value_;

@@ -9,6 +9,7 @@
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
+#include "engines/triage.h"
 
 namespace cortex {
 namespace {
@@ -172,7 +173,7 @@ Result<Line> ParseLine(size_t n, std::string_view text) {
 class BatchWriter {
  public:
   BatchWriter(WriteTx& tx, const Clock& clock, const std::string& ws, IngestReport& report)
-      : tx_(tx), clock_(clock), ws_(ws), report_(report) {}
+      : tx_(tx), clock_(clock), ws_(ws), report_(report), triager_(tx, clock, ws) {}
 
   Status Apply(const std::vector<Line>& lines) {
     auto workspace = tx_.GetWorkspace(ws_);
@@ -186,6 +187,7 @@ class BatchWriter {
                       : ApplyEpisode(std::get<EpisodeLine>(line.item), wv);
       if (!st.ok()) return LineError(line.number, st.message());
     }
+    CORTEX_RETURN_IF_ERROR(triager_.Finish());
     if (changed_) {
       CORTEX_RETURN_IF_ERROR(tx_.SetWorldVersion(ws_, wv));
       report_.world_version = wv;
@@ -279,6 +281,11 @@ class BatchWriter {
     e.created_at = clock_.Now();
     CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
     ++report_.episodes_added;
+    if (IsInbound(e.kind)) {
+      auto notification = triager_.Triage(e, wv);
+      if (!notification.ok()) return notification.status();
+      ++report_.triaged;
+    }
     changed_ = true;
     return Status::Ok();
   }
@@ -287,6 +294,7 @@ class BatchWriter {
   const Clock& clock_;
   const std::string& ws_;
   IngestReport& report_;
+  Triager triager_;
   bool changed_ = false;
 };
 

@@ -18,6 +18,7 @@ struct IngestReport {
   size_t entities_added = 0;    // explicit entity lines and new counterparties
   size_t entities_updated = 0;  // entity lines that added a name, identifier or tag
   size_t duplicates = 0;        // episodes whose external_id was already stored
+  size_t triaged = 0;           // inbound messages triaged (one notification each)
   std::string world_version;    // after the batch (unchanged if the batch changed nothing)
 };
 

@@ -5,6 +5,7 @@
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/tokens.h"
+#include "store/migrations.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -187,7 +188,7 @@ TEST_F(IngestTest, SurvivesReopen) {
   store_.Reopen();
   EXPECT_EQ(Counts().episodes, 2);
   EXPECT_EQ(WorldVersion(), report->world_version);
-  EXPECT_EQ(*store_->SchemaVersion(), 1);
+  EXPECT_EQ(*store_->SchemaVersion(), SqliteMigrations().back().number);
 }
 
 TEST_F(IngestTest, TheDemoWorldIngestsCleanlyAndIdempotently) {

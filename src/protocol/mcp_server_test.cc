@@ -64,7 +64,7 @@ TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
   McpResponse ping = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}, sid);
   EXPECT_EQ(ping.body["result"], json::object());
   McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}}, sid);
-  ASSERT_EQ(list.body["result"]["tools"].size(), 2u);
+  ASSERT_EQ(list.body["result"]["tools"].size(), 6u);
   EXPECT_EQ(list.body["result"]["tools"][0]["name"], "workspace.status");
   EXPECT_EQ(list.body["result"]["tools"][1]["name"], "entity.lookup");
   EXPECT_FALSE(list.body["result"].contains("resultType"));
@@ -101,7 +101,7 @@ TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
   McpResponse l = Send(Modern("tools/list"));
   EXPECT_EQ(l.body["result"]["cacheScope"], "public");
   EXPECT_GE(l.body["result"]["ttlMs"].get<int64_t>(), 0);
-  EXPECT_EQ(l.body["result"]["tools"].size(), 2u);
+  EXPECT_EQ(l.body["result"]["tools"].size(), 6u);
 }
 
 TEST_F(McpServerTest, StatelessEraRefusals) {

@@ -65,6 +65,64 @@ CREATE INDEX episodes_by_thread ON episodes(workspace_id, thread, occurred_at);
 CREATE UNIQUE INDEX episodes_by_external_id ON episodes(workspace_id, external_id)
   WHERE external_id IS NOT NULL;
 )sql"},
+      {2, "triage: settings, rules, decisions, notifications", R"sql(
+ALTER TABLE workspaces ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+CREATE INDEX episodes_by_kind ON episodes(workspace_id, kind, occurred_at);
+CREATE INDEX episodes_by_entity_kind ON episodes(workspace_id, entity_id, kind, occurred_at);
+CREATE TABLE rules (
+  id             TEXT PRIMARY KEY,
+  workspace_id   TEXT NOT NULL REFERENCES workspaces(id),
+  name           TEXT NOT NULL,
+  origin         TEXT NOT NULL,
+  summary        TEXT NOT NULL,
+  definition     TEXT NOT NULL,
+  position       INTEGER NOT NULL,
+  evidence       TEXT NOT NULL,
+  support        INTEGER NOT NULL,
+  contradictions INTEGER NOT NULL,
+  hits           INTEGER NOT NULL DEFAULT 0,
+  active         INTEGER NOT NULL,
+  created_at     INTEGER NOT NULL,
+  retired_at     INTEGER
+);
+CREATE INDEX rules_by_workspace ON rules(workspace_id, active, position);
+CREATE TABLE decisions (
+  id                 TEXT PRIMARY KEY,
+  workspace_id       TEXT NOT NULL REFERENCES workspaces(id),
+  class              TEXT NOT NULL,
+  status             TEXT NOT NULL,
+  occurred_at        INTEGER NOT NULL,
+  entity_id          TEXT REFERENCES entities(id),
+  payload_summary    TEXT NOT NULL,
+  rule_id            TEXT REFERENCES rules(id),
+  rule_summary       TEXT,
+  confidence         TEXT NOT NULL,
+  trace_id           TEXT NOT NULL,
+  agent_version      TEXT NOT NULL,
+  world_version      TEXT NOT NULL,
+  source_episode_ids TEXT NOT NULL,
+  details            TEXT NOT NULL,
+  notification_id    TEXT,
+  triage_decision_id TEXT,
+  ledger_entry_id    TEXT
+);
+CREATE INDEX decisions_by_workspace ON decisions(workspace_id, id);
+CREATE INDEX decisions_by_class ON decisions(workspace_id, class, id);
+CREATE INDEX decisions_by_status ON decisions(workspace_id, status, id);
+CREATE INDEX decisions_by_entity ON decisions(workspace_id, entity_id, id);
+CREATE TABLE notifications (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  episode_id   TEXT NOT NULL REFERENCES episodes(id),
+  decision_id  TEXT NOT NULL REFERENCES decisions(id),
+  entity_id    TEXT REFERENCES entities(id),
+  triage_class TEXT NOT NULL,
+  surface_at   INTEGER,
+  created_at   INTEGER NOT NULL
+);
+CREATE INDEX notifications_by_surface ON notifications(workspace_id, surface_at, id);
+CREATE INDEX notifications_by_class ON notifications(workspace_id, triage_class, surface_at, id);
+)sql"},
   };
   return kMigrations;
 }

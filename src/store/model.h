@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/clock.h"
 
 namespace cortex {
@@ -54,6 +56,109 @@ struct Episode {
   std::string thread;
   std::optional<std::string> external_id;  // the source system's id; dedupes re-sent lines
   std::string world_version;  // the version this episode's batch created
+  TimePoint created_at;
+};
+
+// A computed fact about a situation, e.g. {vip_counterparty, "Sender is in VIP watchlist."}.
+struct Signal {
+  std::string kind;
+  std::string summary;
+};
+
+struct RuleConditions {
+  std::vector<std::string> signals;         // all must be present
+  std::vector<std::string> not_signals;     // none may be present
+  std::vector<std::string> tags;            // the counterparty has at least one
+  std::vector<std::string> counterparties;  // entity ids or normalised identifiers; any
+  std::vector<std::string> channels;        // any
+  std::vector<std::string> words;           // any, as whole words, case-insensitive
+  std::optional<int> from_minute;           // time window [from, until) in local minutes
+  std::optional<int> until_minute;          //   of the day; may wrap past midnight
+  unsigned weekdays = 0;                    // bit 0 = Monday ... bit 6 = Sunday; 0 = any
+};
+
+struct RuleEffect {
+  std::string triage_class;  // triage rules
+  std::optional<int> max_level;  // action rules: cap the autonomy level (0-3)
+  bool block = false;            // action rules: refuse the action
+  bool urgent = false;           // action rules: mark the action urgent
+};
+
+struct Rule {
+  std::string id;  // rul_...
+  std::string workspace_id;
+  std::string name;     // unique among a workspace's active rules
+  std::string kind;     // triage | action
+  std::string action_class;  // action rules: the class they apply to ("communicate")
+  std::string summary;  // one sentence a person can read
+  std::string origin;   // user | learned
+  RuleConditions when;
+  RuleEffect then;
+  int priority = 0;
+  int position = 0;  // order in its file
+  std::vector<std::string> evidence;  // episode ids
+  int64_t support = 0;         // evidence episodes
+  int64_t contradictions = 0;  // episodes where it did not hold
+  int64_t hits = 0;            // times it decided something
+  bool active = true;
+  TimePoint created_at;
+};
+
+// The canonical JSON of a rule's definition (kind, class, conditions, effect, priority):
+// equal definitions give equal JSON. Stored with the rule.
+nlohmann::json RuleDefinitionJson(const Rule& rule);
+// Fills the definition fields of `rule` from RuleDefinitionJson's output.
+void ApplyRuleDefinitionJson(const nlohmann::json& def, Rule* rule);
+
+// Per-workspace settings that shape triage. Part of the agent's configuration.
+struct WorkspaceSettings {
+  int utc_offset_minutes = 0;      // the workspace's time zone, as a fixed offset
+  int work_start_minute = 9 * 60;  // working hours [start, end), local
+  int work_end_minute = 18 * 60;
+  unsigned work_days = 0x1f;       // Monday-Friday
+  int digest_minute = 17 * 60;     // when the daily digest goes out, local
+};
+
+nlohmann::json SettingsToJson(const WorkspaceSettings& s);
+WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
+
+struct Decision {
+  std::string id;  // dec_...
+  std::string workspace_id;
+  std::string decision_class;  // triage | action_proposed | rule_fired | trust_transition
+  std::string status;          // recorded (triage); pending, executed, ... (actions)
+  TimePoint occurred_at;
+  std::optional<std::string> entity_id;
+  std::string payload_summary;
+  std::optional<std::string> rule_id;
+  std::optional<std::string> rule_summary;
+  std::string confidence;
+  std::string trace_id;
+  std::string agent_version;
+  std::string world_version;
+  std::vector<std::string> source_episode_ids;
+  nlohmann::json details = nlohmann::json::object();  // class-specific: signals, class, ...
+  std::optional<std::string> notification_id;
+  std::optional<std::string> triage_decision_id;
+  std::optional<std::string> ledger_entry_id;
+};
+
+struct DecisionFilter {
+  std::optional<std::string> decision_class;
+  std::optional<std::string> status;
+  std::optional<std::string> entity_id;
+  std::optional<std::string> min_id;  // inclusive: decisions made at or after a time
+  std::optional<std::string> max_id;  // exclusive: decisions made before a time, or a cursor
+};
+
+struct Notification {
+  std::string id;  // ntf_...
+  std::string workspace_id;
+  std::string episode_id;
+  std::string decision_id;
+  std::optional<std::string> entity_id;
+  std::string triage_class;
+  std::optional<TimePoint> surface_at;  // none for handle_silently
   TimePoint created_at;
 };
 

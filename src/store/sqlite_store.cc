@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/time.h"
+#include <nlohmann/json.hpp>
 #include "store/migrations.h"
 #include "store/store.h"
 
@@ -129,24 +130,29 @@ class Conn {
     return Status::Internal(msg);
   }
 
-  // REQUIRES: `sql` is a string literal (the cache is keyed by its address).
-  Stmt Prepare(const char* sql) {
+  // Prepares `sql` once per connection; later calls reuse the statement.
+  Stmt Prepare(std::string_view sql) {
     auto it = cache_.find(sql);
     if (it == cache_.end()) {
       sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
-        // Our SQL is fixed at compile time: failing to prepare it is a bug.
+      if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                             SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+        // Our SQL is fixed in the source: failing to prepare it is a bug.
         throw std::runtime_error(std::string("prepare failed: ") + sqlite3_errmsg(db_) +
-                                 " in: " + sql);
+                                 " in: " + std::string(sql));
       }
-      it = cache_.emplace(sql, s).first;
+      it = cache_.emplace(std::string(sql), s).first;
     }
     return Stmt(db_, it->second);
   }
 
  private:
   sqlite3* db_ = nullptr;
-  std::unordered_map<const char*, sqlite3_stmt*> cache_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, sqlite3_stmt*, Hash, std::equal_to<>> cache_;
 };
 
 
@@ -249,6 +255,187 @@ class SqliteTx final : public WriteTx {
     Status st;
     if (!s.Step(&st)) return st.ok() ? Status::Internal("count returned no row") : st;
     return WorldCounts{s.Int(0), s.Int(1), s.Int(2)};
+  }
+
+  Result<Episode> GetEpisode(const std::string& ws, const std::string& id) override {
+    Stmt s = c_.Prepare(kEpisodeSelect + std::string(" WHERE workspace_id = ? AND id = ?"));
+    s.Bind(1, ws).Bind(2, id);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no episode " + id) : st;
+    return EpisodeRow(s);
+  }
+
+  Result<Episode> FindEpisodeByExternalId(const std::string& ws,
+                                          const std::string& external_id) override {
+    Stmt s = c_.Prepare(kEpisodeSelect +
+                        std::string(" WHERE workspace_id = ? AND external_id = ?"));
+    s.Bind(1, ws).Bind(2, external_id);
+    Status st;
+    if (!s.Step(&st)) {
+      return st.ok() ? Status::NotFound("no episode with external_id '" + external_id + "'") : st;
+    }
+    return EpisodeRow(s);
+  }
+
+  Result<std::optional<Episode>> ActiveBlockAt(const std::string& ws, TimePoint t,
+                                               TimePoint earliest_start) override {
+    Stmt s = c_.Prepare(kEpisodeSelect +
+                        std::string(" WHERE workspace_id = ? AND kind = 'calendar_block'"
+                                    " AND occurred_at > ? AND occurred_at <= ? AND ends_at > ?"
+                                    " ORDER BY ends_at DESC LIMIT 1"));
+    s.Bind(1, ws).Bind(2, earliest_start).Bind(3, t).Bind(4, t);
+    Status st;
+    if (!s.Step(&st)) {
+      if (!st.ok()) return st;
+      return std::optional<Episode>();
+    }
+    return std::optional<Episode>(EpisodeRow(s));
+  }
+
+  Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
+                                      TimePoint t, const std::string& exclude,
+                                      TimePoint awaiting_since) override {
+    History h;
+    Status st;
+    {
+      Stmt s = c_.Prepare(
+          "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ? AND occurred_at <= ?"
+          " AND id != ? LIMIT 1");
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t).Bind(4, exclude);
+      h.any_earlier = s.Step(&st);
+      CORTEX_RETURN_IF_ERROR(st);
+    }
+    int64_t since = ToUnixMillis(awaiting_since);
+    {
+      Stmt s = c_.Prepare(
+          "SELECT max(occurred_at) FROM episodes WHERE workspace_id = ? AND entity_id = ?"
+          " AND kind = 'message_sent' AND occurred_at <= ?");
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
+      if (s.Step(&st) && !s.IsNull(0)) since = std::max(since, s.Int(0));
+      CORTEX_RETURN_IF_ERROR(st);
+    }
+    {
+      Stmt s = c_.Prepare(
+          "SELECT count(*), min(occurred_at) FROM (SELECT occurred_at FROM episodes"
+          " WHERE workspace_id = ? AND entity_id = ? AND kind = 'message_received'"
+          " AND occurred_at > ? AND occurred_at <= ? AND id != ? LIMIT 100)");
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, since).Bind(4, t).Bind(5, exclude);
+      if (s.Step(&st)) {
+        h.unanswered = s.Int(0);
+        h.first_unanswered_at = s.OptTime(1);
+      }
+      CORTEX_RETURN_IF_ERROR(st);
+    }
+    return h;
+  }
+
+  Result<int64_t> CountThreadEpisodes(const std::string& ws, const std::string& thread,
+                                      TimePoint from, TimePoint to,
+                                      const std::string& exclude) override {
+    Stmt s = c_.Prepare(
+        "SELECT count(*) FROM (SELECT 1 FROM episodes WHERE workspace_id = ? AND thread = ?"
+        " AND occurred_at >= ? AND occurred_at <= ? AND id != ? LIMIT 100)");
+    s.Bind(1, ws).Bind(2, thread).Bind(3, from).Bind(4, to).Bind(5, exclude);
+    Status st;
+    int64_t n = s.Step(&st) ? s.Int(0) : 0;
+    CORTEX_RETURN_IF_ERROR(st);
+    return n;
+  }
+
+  Result<WorkspaceSettings> GetSettings(const std::string& ws) override {
+    Stmt s = c_.Prepare("SELECT settings FROM workspaces WHERE id = ?");
+    s.Bind(1, ws);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
+    return SettingsFromJson(nlohmann::json::parse(s.Text(0), nullptr, false));
+  }
+
+  Result<std::vector<Rule>> ListRules(const std::string& ws, bool active_only) override {
+    Stmt s = c_.Prepare(kRuleSelect +
+                        std::string(active_only
+                                        ? " WHERE workspace_id = ? AND active = 1 ORDER BY position, id"
+                                        : " WHERE workspace_id = ? ORDER BY active DESC, position, id"));
+    s.Bind(1, ws);
+    std::vector<Rule> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(RuleRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<Rule> GetRule(const std::string& ws, const std::string& id) override {
+    Stmt s = c_.Prepare(kRuleSelect + std::string(" WHERE workspace_id = ? AND id = ?"));
+    s.Bind(1, ws).Bind(2, id);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no rule " + id) : st;
+    return RuleRow(s);
+  }
+
+  Result<Decision> GetDecision(const std::string& ws, const std::string& id) override {
+    Stmt s = c_.Prepare(kDecisionSelect + std::string(" WHERE id = ? AND workspace_id = ?"));
+    s.Bind(1, id).Bind(2, ws);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no decision " + id) : st;
+    return DecisionRow(s);
+  }
+
+  Result<std::vector<Decision>> ListDecisions(const std::string& ws, const DecisionFilter& f,
+                                              int limit) override {
+    std::string sql = kDecisionSelect + std::string(" WHERE workspace_id = ?");
+    if (f.decision_class) sql += " AND class = ?";
+    if (f.status) sql += " AND status = ?";
+    if (f.entity_id) sql += " AND entity_id = ?";
+    if (f.min_id) sql += " AND id >= ?";
+    if (f.max_id) sql += " AND id < ?";
+    sql += " ORDER BY id DESC LIMIT ?";
+    Stmt s = c_.Prepare(sql);
+    int i = 1;
+    s.Bind(i++, ws);
+    if (f.decision_class) s.Bind(i++, *f.decision_class);
+    if (f.status) s.Bind(i++, *f.status);
+    if (f.entity_id) s.Bind(i++, *f.entity_id);
+    if (f.min_id) s.Bind(i++, *f.min_id);
+    if (f.max_id) s.Bind(i++, *f.max_id);
+    s.Bind(i++, static_cast<int64_t>(limit));
+    std::vector<Decision> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(DecisionRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<Notification> GetNotification(const std::string& ws, const std::string& id) override {
+    Stmt s = c_.Prepare(kNotificationSelect + std::string(" WHERE id = ? AND workspace_id = ?"));
+    s.Bind(1, id).Bind(2, ws);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no notification " + id) : st;
+    return NotificationRow(s);
+  }
+
+  Result<std::vector<Notification>> ListNotifications(const std::string& ws,
+                                                      const std::optional<std::string>& cls,
+                                                      std::optional<TimePoint> after,
+                                                      std::optional<TimePoint> until, int limit,
+                                                      bool newest_first) override {
+    std::string sql = kNotificationSelect +
+                      std::string(" WHERE workspace_id = ? AND surface_at IS NOT NULL");
+    if (cls) sql += " AND triage_class = ?";
+    if (after) sql += " AND surface_at > ?";
+    if (until) sql += " AND surface_at <= ?";
+    sql += newest_first ? " ORDER BY surface_at DESC, id DESC" : " ORDER BY surface_at, id";
+    sql += " LIMIT ?";
+    Stmt s = c_.Prepare(sql);
+    int i = 1;
+    s.Bind(i++, ws);
+    if (cls) s.Bind(i++, *cls);
+    if (after) s.Bind(i++, *after);
+    if (until) s.Bind(i++, *until);
+    s.Bind(i++, static_cast<int64_t>(limit));
+    std::vector<Notification> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(NotificationRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
   }
 
   // --- writes ---
@@ -357,7 +544,169 @@ class SqliteTx final : public WriteTx {
         .Run();
   }
 
+  Status SetSettings(const std::string& ws, const WorkspaceSettings& settings) override {
+    Stmt s = c_.Prepare("UPDATE workspaces SET settings = ? WHERE id = ?");
+    return s.Bind(1, SettingsToJson(settings).dump()).Bind(2, ws).Run();
+  }
+
+  Status InsertRule(const Rule& r) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO rules (id, workspace_id, name, origin, summary, definition, position,"
+        " evidence, support, contradictions, hits, active, created_at, retired_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
+    return s.Bind(1, r.id)
+        .Bind(2, r.workspace_id)
+        .Bind(3, r.name)
+        .Bind(4, r.origin)
+        .Bind(5, r.summary)
+        .Bind(6, RuleDefinitionJson(r).dump())
+        .Bind(7, static_cast<int64_t>(r.position))
+        .Bind(8, nlohmann::json(r.evidence).dump())
+        .Bind(9, r.support)
+        .Bind(10, r.contradictions)
+        .Bind(11, r.hits)
+        .Bind(12, static_cast<int64_t>(r.active ? 1 : 0))
+        .Bind(13, r.created_at)
+        .Run();
+  }
+
+  Status RetireRule(const std::string& ws, const std::string& id, TimePoint at) override {
+    Stmt s = c_.Prepare(
+        "UPDATE rules SET active = 0, retired_at = ? WHERE workspace_id = ? AND id = ?");
+    return s.Bind(1, at).Bind(2, ws).Bind(3, id).Run();
+  }
+
+  Status SetRulePosition(const std::string& ws, const std::string& id, int position) override {
+    Stmt s = c_.Prepare("UPDATE rules SET position = ? WHERE workspace_id = ? AND id = ?");
+    return s.Bind(1, static_cast<int64_t>(position)).Bind(2, ws).Bind(3, id).Run();
+  }
+
+  Status AddRuleHits(const std::string& ws, const std::string& id, int64_t n) override {
+    Stmt s = c_.Prepare("UPDATE rules SET hits = hits + ? WHERE workspace_id = ? AND id = ?");
+    return s.Bind(1, n).Bind(2, ws).Bind(3, id).Run();
+  }
+
+  Status InsertDecision(const Decision& d) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO decisions (id, workspace_id, class, status, occurred_at, entity_id,"
+        " payload_summary, rule_id, rule_summary, confidence, trace_id, agent_version,"
+        " world_version, source_episode_ids, details, notification_id, triage_decision_id,"
+        " ledger_entry_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    return s.Bind(1, d.id)
+        .Bind(2, d.workspace_id)
+        .Bind(3, d.decision_class)
+        .Bind(4, d.status)
+        .Bind(5, d.occurred_at)
+        .Bind(6, d.entity_id)
+        .Bind(7, d.payload_summary)
+        .Bind(8, d.rule_id)
+        .Bind(9, d.rule_summary)
+        .Bind(10, d.confidence)
+        .Bind(11, d.trace_id)
+        .Bind(12, d.agent_version)
+        .Bind(13, d.world_version)
+        .Bind(14, nlohmann::json(d.source_episode_ids).dump())
+        .Bind(15, d.details.dump())
+        .Bind(16, d.notification_id)
+        .Bind(17, d.triage_decision_id)
+        .Bind(18, d.ledger_entry_id)
+        .Run();
+  }
+
+  Status InsertNotification(const Notification& n) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO notifications (id, workspace_id, episode_id, decision_id, entity_id,"
+        " triage_class, surface_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    return s.Bind(1, n.id)
+        .Bind(2, n.workspace_id)
+        .Bind(3, n.episode_id)
+        .Bind(4, n.decision_id)
+        .Bind(5, n.entity_id)
+        .Bind(6, n.triage_class)
+        .Bind(7, n.surface_at)
+        .Bind(8, n.created_at)
+        .Run();
+  }
+
  private:
+  static constexpr const char* kEpisodeSelect =
+      "SELECT id, workspace_id, kind, occurred_at, ends_at, entity_id, channel, subject,"
+      " summary, body, thread, external_id, world_version, created_at FROM episodes";
+  static Episode EpisodeRow(const Stmt& s) {
+    Episode e;
+    e.id = s.Text(0);
+    e.workspace_id = s.Text(1);
+    e.kind = s.Text(2);
+    e.occurred_at = s.Time(3);
+    e.ends_at = s.OptTime(4);
+    e.entity_id = s.OptText(5);
+    e.channel = s.Text(6);
+    e.subject = s.Text(7);
+    e.summary = s.Text(8);
+    e.body = s.Text(9);
+    e.thread = s.Text(10);
+    e.external_id = s.OptText(11);
+    e.world_version = s.Text(12);
+    e.created_at = s.Time(13);
+    return e;
+  }
+
+  static constexpr const char* kRuleSelect =
+      "SELECT id, workspace_id, name, origin, summary, definition, position, evidence, support,"
+      " contradictions, hits, active, created_at FROM rules";
+  static Rule RuleRow(const Stmt& s) {
+    Rule r;
+    r.id = s.Text(0);
+    r.workspace_id = s.Text(1);
+    r.name = s.Text(2);
+    r.origin = s.Text(3);
+    r.summary = s.Text(4);
+    ApplyRuleDefinitionJson(nlohmann::json::parse(s.Text(5)), &r);
+    r.position = static_cast<int>(s.Int(6));
+    r.evidence = nlohmann::json::parse(s.Text(7)).get<std::vector<std::string>>();
+    r.support = s.Int(8);
+    r.contradictions = s.Int(9);
+    r.hits = s.Int(10);
+    r.active = s.Int(11) != 0;
+    r.created_at = s.Time(12);
+    return r;
+  }
+
+  static constexpr const char* kDecisionSelect =
+      "SELECT id, workspace_id, class, status, occurred_at, entity_id, payload_summary, rule_id,"
+      " rule_summary, confidence, trace_id, agent_version, world_version, source_episode_ids,"
+      " details, notification_id, triage_decision_id, ledger_entry_id FROM decisions";
+  static Decision DecisionRow(const Stmt& s) {
+    Decision d;
+    d.id = s.Text(0);
+    d.workspace_id = s.Text(1);
+    d.decision_class = s.Text(2);
+    d.status = s.Text(3);
+    d.occurred_at = s.Time(4);
+    d.entity_id = s.OptText(5);
+    d.payload_summary = s.Text(6);
+    d.rule_id = s.OptText(7);
+    d.rule_summary = s.OptText(8);
+    d.confidence = s.Text(9);
+    d.trace_id = s.Text(10);
+    d.agent_version = s.Text(11);
+    d.world_version = s.Text(12);
+    d.source_episode_ids = nlohmann::json::parse(s.Text(13)).get<std::vector<std::string>>();
+    d.details = nlohmann::json::parse(s.Text(14));
+    d.notification_id = s.OptText(15);
+    d.triage_decision_id = s.OptText(16);
+    d.ledger_entry_id = s.OptText(17);
+    return d;
+  }
+
+  static constexpr const char* kNotificationSelect =
+      "SELECT id, workspace_id, episode_id, decision_id, entity_id, triage_class, surface_at,"
+      " created_at FROM notifications";
+  static Notification NotificationRow(const Stmt& s) {
+    return Notification{s.Text(0), s.Text(1),    s.Text(2),    s.Text(3),
+                        s.OptText(4), s.Text(5), s.OptTime(6), s.Time(7)};
+  }
+
   int64_t Changes() {
     Stmt s = c_.Prepare("SELECT changes()");
     Status st;

@@ -38,6 +38,47 @@ class ReadTx {
   virtual Result<bool> EpisodeExternalIdExists(const std::string& ws,
                                                const std::string& external_id) = 0;
   virtual Result<WorldCounts> CountWorld(const std::string& ws) = 0;
+
+  virtual Result<Episode> GetEpisode(const std::string& ws, const std::string& episode_id) = 0;
+  virtual Result<Episode> FindEpisodeByExternalId(const std::string& ws,
+                                                  const std::string& external_id) = 0;
+  // The calendar block covering instant `t`, if any: started at or before `t` (and after
+  // `earliest_start`), ending after `t`. The latest-ending one wins.
+  virtual Result<std::optional<Episode>> ActiveBlockAt(const std::string& ws, TimePoint t,
+                                                       TimePoint earliest_start) = 0;
+  struct History {
+    bool any_earlier = false;  // any episode with this counterparty before `t`
+    int64_t unanswered = 0;    // their messages since our last message to them (and since
+                               // `awaiting_since`), before `t`
+    std::optional<TimePoint> first_unanswered_at;
+  };
+  virtual Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
+                                              TimePoint t, const std::string& exclude_episode,
+                                              TimePoint awaiting_since) = 0;
+  // Episodes in `thread` with occurred_at in [from, to], other than `exclude_episode`
+  // (counted up to 100).
+  virtual Result<int64_t> CountThreadEpisodes(const std::string& ws, const std::string& thread,
+                                              TimePoint from, TimePoint to,
+                                              const std::string& exclude_episode) = 0;
+
+  virtual Result<WorkspaceSettings> GetSettings(const std::string& ws) = 0;
+  // Rules in `ws`; with `active_only`, only those in force. Ordered by position.
+  virtual Result<std::vector<Rule>> ListRules(const std::string& ws, bool active_only) = 0;
+  virtual Result<Rule> GetRule(const std::string& ws, const std::string& rule_id) = 0;
+
+  virtual Result<Decision> GetDecision(const std::string& ws, const std::string& decision_id) = 0;
+  // Newest first (by id), at most `limit`.
+  virtual Result<std::vector<Decision>> ListDecisions(const std::string& ws,
+                                                      const DecisionFilter& filter,
+                                                      int limit) = 0;
+  virtual Result<Notification> GetNotification(const std::string& ws,
+                                               const std::string& notification_id) = 0;
+  // Notifications (of `triage_class`, if given) whose surface_at is in (after, until]
+  // (either bound optional), ordered by surface_at then id.
+  virtual Result<std::vector<Notification>> ListNotifications(
+      const std::string& ws, const std::optional<std::string>& triage_class,
+      std::optional<TimePoint> after, std::optional<TimePoint> until, int limit,
+      bool newest_first) = 0;
 };
 
 // Reads and writes inside one write transaction.
@@ -62,6 +103,16 @@ class WriteTx : public ReadTx {
                                const std::string& name) = 0;
 
   virtual Status InsertEpisode(const Episode& e) = 0;
+
+  virtual Status SetSettings(const std::string& ws, const WorkspaceSettings& s) = 0;
+  virtual Status InsertRule(const Rule& r) = 0;
+  virtual Status RetireRule(const std::string& ws, const std::string& rule_id, TimePoint at) = 0;
+  virtual Status SetRulePosition(const std::string& ws, const std::string& rule_id,
+                                 int position) = 0;
+  virtual Status AddRuleHits(const std::string& ws, const std::string& rule_id, int64_t n) = 0;
+
+  virtual Status InsertDecision(const Decision& d) = 0;
+  virtual Status InsertNotification(const Notification& n) = 0;
 };
 
 class Store {

@@ -5,6 +5,10 @@ namespace cortex {
 Status RegisterCortexTools(ToolRegistry& registry) {
   CORTEX_RETURN_IF_ERROR(registry.Add(WorkspaceStatusTool()));
   CORTEX_RETURN_IF_ERROR(registry.Add(EntityLookupTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(WhyThisNotificationTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(DecisionInspectTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(DecisionListTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(NotificationListTool()));
   return Status::Ok();
 }
 

@@ -356,6 +356,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
                     {"entities_added", report->entities_added},
                     {"entities_updated", report->entities_updated},
                     {"duplicates", report->duplicates},
+                    {"triaged", report->triaged},
                     {"world_version", report->world_version}});
 }
 

@@ -19,6 +19,10 @@ import tempfile
 import time
 import unittest
 
+# tools/list order, fixed by src/tools/cortex_tools.cc.
+EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
+                  "decision.inspect", "decision.list", "notification.list"]
+
 CORTEX_BIN = os.environ.get("CORTEX_BIN", "/work/main/build/cortex")
 
 MODERN = "2026-07-28"
@@ -516,7 +520,7 @@ class TestSessionEra(unittest.TestCase, RpcAsserts):
         r = in_session(sid, "tools/list", id=2)
         self.assertEqual(r.status, 200, r)
         names = [t["name"] for t in r.json()["result"]["tools"]]
-        self.assertEqual(names, ["workspace.status", "entity.lookup"])
+        self.assertEqual(names, EXPECTED_TOOLS)
         r = in_session(sid, "tools/call", {"name": "workspace.status", "arguments": {}}, id=3)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json()["result"]["structuredContent"]["workspace"], "alpha")
@@ -611,7 +615,7 @@ class TestStatelessEra(unittest.TestCase, RpcAsserts):
         self.assertIsInstance(res["ttlMs"], int)
         self.assertGreaterEqual(res["ttlMs"], 0)
         self.assertIn(res["cacheScope"], ("public", "private"))
-        self.assertEqual([t["name"] for t in res["tools"]], ["workspace.status", "entity.lookup"])
+        self.assertEqual([t["name"] for t in res["tools"]], EXPECTED_TOOLS)
         for t in res["tools"]:
             self.assertEqual(t["inputSchema"]["type"], "object")
 

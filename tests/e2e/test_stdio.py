@@ -13,6 +13,10 @@ import tempfile
 import threading
 import unittest
 
+# tools/list order, fixed by src/tools/cortex_tools.cc.
+EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
+                  "decision.inspect", "decision.list", "notification.list"]
+
 CORTEX_BIN = os.environ.get("CORTEX_BIN", "/work/main/build/cortex")
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -166,7 +170,7 @@ class TestStdioSession(unittest.TestCase, StdioAsserts):
         self.assertEqual(init["protocolVersion"], LEGACY)
         self.assertIn("tools", init["capabilities"])
         self.assertEqual([t["name"] for t in msgs[1]["result"]["tools"]],
-                         ["workspace.status", "entity.lookup"])
+                         EXPECTED_TOOLS)
         call = msgs[2]["result"]
         self.assertFalse(call.get("isError", False), call)
         self.assertEqual(call["structuredContent"]["workspace"], "alpha")
@@ -271,7 +275,7 @@ class TestStdioStateless(unittest.TestCase, StdioAsserts):
         self.assertIn(MODERN, d["supportedVersions"])
         self.assertIsInstance(d["capabilities"]["tools"], dict)
         lst = msgs[1]["result"]
-        self.assertEqual([t["name"] for t in lst["tools"]], ["workspace.status", "entity.lookup"])
+        self.assertEqual([t["name"] for t in lst["tools"]], EXPECTED_TOOLS)
         self.assertIn("ttlMs", lst)
         self.assertIn("cacheScope", lst)
         self.assertEqual(msgs[2]["result"]["structuredContent"]["workspace"], "alpha")

@@ -1,0 +1,37 @@
+// Signals: facts about an incoming message computed from the world model, each with a
+// sentence a person can read. Computed as of the message's own time, so re-running triage
+// on the same world gives the same answer.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/model.h"
+#include "store/store.h"
+
+namespace cortex {
+
+// A time in the workspace's zone.
+struct LocalTime {
+  int minute_of_day = 0;  // 0..1439
+  int weekday = 0;        // 0 = Monday ... 6 = Sunday
+};
+LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s);
+// "11:00", in the workspace's zone.
+std::string LocalClock(TimePoint t, const WorkspaceSettings& s);
+// The first daily-digest time strictly after `t`.
+TimePoint NextDigest(TimePoint t, const WorkspaceSettings& s);
+
+struct SignalReport {
+  std::vector<Signal> signals;
+  std::optional<Episode> focus_block;  // the calendar block active at the message's time
+};
+
+// Computes the signals of inbound episode `ep` (already stored) from counterparty `who`
+// (null if none).
+Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& settings,
+                                    const Episode& ep, const Entity* who);
+
+}  // namespace cortex

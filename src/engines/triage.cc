@@ -1,0 +1,194 @@
+#include "engines/triage.h"
+
+#include <algorithm>
+
+#include "core/ids.h"
+#include "core/json_text.h"
+#include "core/time.h"
+#include "engines/signals.h"
+
+namespace cortex {
+namespace {
+
+bool Has(const std::vector<Signal>& signals, const char* kind) {
+  return std::any_of(signals.begin(), signals.end(),
+                     [&](const Signal& s) { return s.kind == kind; });
+}
+
+struct PolicyChoice {
+  std::string triage_class;
+  std::string summary;
+};
+
+// The default policy, used when no rule matches (docs/rules.md). Its decisions are
+// `just_guessing`.
+PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
+  bool vip = Has(s, "vip_counterparty");
+  bool urgent = Has(s, "urgent_language");
+  bool newsletter = who != nullptr &&
+                    std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
+  if (newsletter) {
+    return {"handle_silently", "No rule matched; default policy: newsletters are recorded silently."};
+  }
+  if (vip && urgent) {
+    return {"interrupt_now",
+            "No rule matched; default policy: urgent messages from VIPs interrupt, even in a "
+            "focus block."};
+  }
+  if (Has(s, "active_focus_block")) {
+    return {"surface_at_transition",
+            "No rule matched; default policy: hold messages until the focus block ends."};
+  }
+  if (vip || urgent) {
+    return {"interrupt_now",
+            "No rule matched; default policy: VIP and urgent messages interrupt."};
+  }
+  return {"daily_digest", "No rule matched; default policy: everything else waits for the daily digest."};
+}
+
+std::string Quote(const Episode& ep) {
+  std::string s = ep.subject.empty() ? ep.summary : ep.subject;
+  if (s.size() > 80) {
+    s = Utf8Prefix(s, 77);
+    s += "...";
+  }
+  return "'" + s + "'";
+}
+
+}  // namespace
+
+bool IsInbound(const std::string& kind) { return kind == "message_received"; }
+
+Triager::Triager(WriteTx& tx, const Clock& clock, std::string ws_id)
+    : tx_(tx), clock_(clock), ws_id_(std::move(ws_id)) {}
+
+Status Triager::Load() {
+  if (loaded_) return Status::Ok();
+  auto ws = tx_.GetWorkspace(ws_id_);
+  if (!ws.ok()) return ws.status();
+  agent_version_ = ws->agent_version;
+  auto settings = tx_.GetSettings(ws_id_);
+  if (!settings.ok()) return settings.status();
+  settings_ = *settings;
+  auto rules = tx_.ListRules(ws_id_, /*active_only=*/true);
+  if (!rules.ok()) return rules.status();
+  for (Rule& r : *rules) {
+    if (r.kind == "triage") rules_.push_back(std::move(r));
+  }
+  SortForEvaluation(rules_);
+  loaded_ = true;
+  return Status::Ok();
+}
+
+Result<Notification> Triager::Triage(const Episode& ep, const std::string& world_version) {
+  CORTEX_RETURN_IF_ERROR(Load());
+  std::optional<Entity> who;
+  if (ep.entity_id) {
+    auto e = tx_.GetEntity(ws_id_, *ep.entity_id);
+    if (!e.ok()) return e.status();
+    who = std::move(*e);
+  }
+  auto report = ComputeSignals(tx_, settings_, ep, who ? &*who : nullptr);
+  if (!report.ok()) return report.status();
+
+  Situation situation;
+  situation.episode = &ep;
+  situation.counterparty = who ? &*who : nullptr;
+  situation.signals = report->signals;
+  LocalTime lt = ToLocal(ep.occurred_at, settings_);
+  situation.local_minute_of_day = lt.minute_of_day;
+  situation.local_weekday = lt.weekday;
+
+  const Rule* rule = nullptr;
+  for (const Rule& r : rules_) {
+    if (RuleMatches(r, situation)) {
+      rule = &r;
+      break;
+    }
+  }
+  std::string triage_class, rule_summary, confidence;
+  if (rule != nullptr) {
+    triage_class = rule->then.triage_class;
+    rule_summary = rule->summary;
+    confidence = ConfidenceLabel(*rule, thresholds_);
+    ++hits_[rule->id];
+  } else {
+    PolicyChoice p = DefaultPolicy(report->signals, who ? &*who : nullptr);
+    triage_class = p.triage_class;
+    rule_summary = p.summary;
+    confidence = "just_guessing";
+  }
+
+  std::optional<TimePoint> surface_at;
+  std::string when;
+  if (triage_class == "interrupt_now") {
+    surface_at = ep.occurred_at;
+    when = "interrupt now";
+  } else if (triage_class == "surface_at_transition") {
+    if (report->focus_block) {
+      surface_at = *report->focus_block->ends_at;
+      when = "hold until the focus block ends at " + LocalClock(*surface_at, settings_);
+    } else {
+      surface_at = ep.occurred_at;  // no block to wait for: the transition is now
+      when = "surface now (no focus block active)";
+    }
+  } else if (triage_class == "daily_digest") {
+    surface_at = NextDigest(ep.occurred_at, settings_);
+    when = "put in the digest of " + FormatTime(*surface_at);
+  } else {
+    when = "record silently";
+  }
+
+  std::string name = who ? who->name : "unknown sender";
+  Decision d;
+  d.id = NewId("dec_", clock_);
+  d.workspace_id = ws_id_;
+  d.decision_class = "triage";
+  d.status = "recorded";
+  d.occurred_at = clock_.Now();
+  d.entity_id = ep.entity_id;
+  d.payload_summary = "Triage " + name + "'s " + ep.channel + " " + Quote(ep) + ": " + when + ".";
+  if (rule != nullptr) d.rule_id = rule->id;
+  d.rule_summary = rule_summary;
+  d.confidence = confidence;
+  d.trace_id = NewId("trc_", clock_);
+  d.agent_version = agent_version_;
+  d.world_version = world_version;
+  d.source_episode_ids.push_back(ep.id);
+  if (rule != nullptr) {
+    for (const std::string& e : rule->evidence) d.source_episode_ids.push_back(e);
+  }
+
+  Notification n;
+  n.id = NewId("ntf_", clock_);
+  n.workspace_id = ws_id_;
+  n.episode_id = ep.id;
+  n.decision_id = d.id;
+  n.entity_id = ep.entity_id;
+  n.triage_class = triage_class;
+  n.surface_at = surface_at;
+  n.created_at = d.occurred_at;
+  d.notification_id = n.id;
+
+  nlohmann::json signals = nlohmann::json::array();
+  for (const Signal& s : report->signals) {
+    signals.push_back({{"kind", s.kind}, {"summary", s.summary}});
+  }
+  d.details = {{"triage_class", triage_class},
+               {"signals", signals},
+               {"episode_id", ep.id},
+               {"surface_at", surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr}};
+  CORTEX_RETURN_IF_ERROR(tx_.InsertDecision(d));
+  CORTEX_RETURN_IF_ERROR(tx_.InsertNotification(n));
+  return n;
+}
+
+Status Triager::Finish() {
+  for (const auto& [rule_id, n] : hits_) {
+    CORTEX_RETURN_IF_ERROR(tx_.AddRuleHits(ws_id_, rule_id, n));
+  }
+  hits_.clear();
+  return Status::Ok();
+}
+
+}  // namespace cortex

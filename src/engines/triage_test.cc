@@ -1,0 +1,186 @@
+#include "engines/triage.h"
+
+#include <gtest/gtest.h>
+
+#include "core/time.h"
+#include "engines/ingest.h"
+#include "engines/signals.h"
+#include "engines/tokens.h"
+#include "testing/temp_store.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+class TriageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ws_ = *EnsureWorkspace(*store_, clock_, "alpha");
+    Ingest(R"({"type":"entity","name":"Sarah Chen","identifiers":["sarah@n.example"],"tags":["vip","internal"]}
+{"type":"entity","name":"Marcus Webb","identifiers":["marcus@h.example"],"tags":["external"]}
+{"type":"entity","name":"Weekly","identifiers":["news@w.example"],"tags":["newsletter"]}
+{"type":"episode","kind":"calendar_block","occurred_at":"2026-06-09T09:00:00Z","ends_at":"2026-06-09T11:00:00Z","subject":"deep work","summary":"Focus"})");
+  }
+
+  void Ingest(const std::string& jsonl) {
+    auto r = IngestJsonl(*store_, clock_, ws_.id, jsonl);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // Ingests one inbound message and returns its triage decision.
+  Decision Receive(const std::string& from, const std::string& at, const std::string& subject,
+                   const std::string& thread = "") {
+    json line = {{"type", "episode"}, {"kind", "message_received"}, {"occurred_at", at},
+                 {"counterparty", from}, {"subject", subject}, {"summary", subject}};
+    if (!thread.empty()) line["thread"] = thread;
+    Ingest(line.dump());
+    Decision d;
+    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
+      DecisionFilter f;
+      f.decision_class = "triage";
+      d = tx.ListDecisions(ws_.id, f, 1)->at(0);
+      return Status::Ok();
+    }).ok());
+    return d;
+  }
+
+  static std::vector<std::string> Kinds(const Decision& d) {
+    std::vector<std::string> out;
+    for (const auto& s : d.details["signals"]) out.push_back(s["kind"]);
+    return out;
+  }
+
+  static bool HasKind(const Decision& d, const std::string& k) {
+    auto v = Kinds(d);
+    return std::find(v.begin(), v.end(), k) != v.end();
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  Workspace ws_;
+};
+
+TEST_F(TriageTest, VipDuringFocusBlockIsHeldUntilItEnds_DefaultPolicy) {
+  Decision d = Receive("sarah@n.example", "2026-06-09T10:15:00Z", "Q3 plan");
+  EXPECT_EQ(d.details["triage_class"], "surface_at_transition");
+  EXPECT_EQ(d.details["surface_at"], "2026-06-09T11:00:00Z");
+  EXPECT_EQ(d.confidence, "just_guessing");
+  EXPECT_FALSE(d.rule_id.has_value());
+  EXPECT_TRUE(HasKind(d, "vip_counterparty"));
+  EXPECT_TRUE(HasKind(d, "active_focus_block"));
+  for (const auto& s : d.details["signals"]) {
+    if (s["kind"] == "active_focus_block") {
+      EXPECT_EQ(s["summary"], "Calendar block 'deep work' active until 11:00.");
+    }
+    if (s["kind"] == "vip_counterparty") {
+      EXPECT_EQ(s["summary"], "Sender is in VIP watchlist.");
+    }
+  }
+}
+
+TEST_F(TriageTest, EachSignal) {
+  Decision first = Receive("new@person.example", "2026-06-09T14:00:00Z", "Hello");
+  EXPECT_TRUE(HasKind(first, "first_contact"));
+  EXPECT_EQ(first.details["triage_class"], "daily_digest");
+  EXPECT_EQ(first.details["surface_at"], "2026-06-09T17:00:00Z");
+
+  Decision again = Receive("new@person.example", "2026-06-09T15:00:00Z", "Hello again", "t1");
+  EXPECT_FALSE(HasKind(again, "first_contact"));
+  EXPECT_TRUE(HasKind(again, "awaiting_your_reply"));
+
+  Ingest(R"({"type":"episode","kind":"message_sent","occurred_at":"2026-06-09T15:30:00Z","counterparty":"new@person.example","summary":"reply","thread":"t1"})");
+  Decision answered = Receive("new@person.example", "2026-06-09T16:00:00Z", "Thanks", "t1");
+  EXPECT_FALSE(HasKind(answered, "awaiting_your_reply"));
+  EXPECT_TRUE(HasKind(answered, "thread_active"));  // two others in t1 within 24 h
+
+  Decision urgent = Receive("marcus@h.example", "2026-06-09T13:00:00Z", "Need this ASAP");
+  EXPECT_TRUE(HasKind(urgent, "urgent_language"));
+  EXPECT_EQ(urgent.details["triage_class"], "interrupt_now");
+
+  Decision late = Receive("marcus@h.example", "2026-06-09T21:30:00Z", "tomorrow is fine");
+  EXPECT_TRUE(HasKind(late, "after_hours"));
+  Decision weekend = Receive("marcus@h.example", "2026-06-13T12:00:00Z", "weekend note");
+  EXPECT_TRUE(HasKind(weekend, "after_hours"));  // a Saturday
+  Decision newsletter = Receive("news@w.example", "2026-06-09T12:00:00Z", "Issue 1");
+  EXPECT_EQ(newsletter.details["triage_class"], "handle_silently");
+  EXPECT_TRUE(newsletter.details["surface_at"].is_null());
+}
+
+TEST_F(TriageTest, RulesDecideInOrderWithTheirConfidenceAndHits) {
+  Ingest(R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"sarah@n.example","summary":"old 1","external_id":"e1"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-02T10:00:00Z","counterparty":"sarah@n.example","summary":"old 2","external_id":"e2"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-03T10:00:00Z","counterparty":"sarah@n.example","summary":"old 3","external_id":"e3"})");
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: vip-at-break
+    summary: Surface emails from VIP counterparties at the next focus-block break.
+    when: { tags: vip, signals: active_focus_block }
+    then: { triage: surface_at_transition }
+    evidence: [e1, e2, e3]
+  - name: vip-urgent
+    summary: Urgent VIP mail interrupts.
+    when: { tags: vip, signals: urgent_language }
+    then: { triage: interrupt_now }
+    priority: 10
+)");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  Decision held = Receive("sarah@n.example", "2026-06-09T10:15:00Z", "Q3 plan");
+  EXPECT_EQ(held.details["triage_class"], "surface_at_transition");
+  EXPECT_EQ(*held.rule_summary,
+            "Surface emails from VIP counterparties at the next focus-block break.");
+  EXPECT_EQ(held.confidence, "pretty_sure");
+  EXPECT_EQ(held.agent_version, imported->agent_version);
+  EXPECT_EQ(held.source_episode_ids.size(), 4u);  // the message and the rule's evidence
+
+  Decision urgent = Receive("sarah@n.example", "2026-06-09T10:20:00Z", "urgent: sign this");
+  EXPECT_EQ(urgent.details["triage_class"], "interrupt_now");
+  EXPECT_EQ(*urgent.rule_summary, "Urgent VIP mail interrupts.");
+  EXPECT_EQ(urgent.confidence, "just_guessing");  // no evidence
+
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    auto rule = tx.GetRule(ws_.id, *held.rule_id);
+    EXPECT_EQ(rule->hits, 1);
+    return Status::Ok();
+  }).ok());
+}
+
+TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
+  Decision d = Receive("sarah@n.example", "2026-06-09T14:00:00Z", "hi");
+  ASSERT_TRUE(d.notification_id.has_value());
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    auto n = tx.GetNotification(ws_.id, *d.notification_id);
+    EXPECT_TRUE(n.ok());
+    EXPECT_EQ(n->decision_id, d.id);
+    EXPECT_EQ(n->episode_id, d.source_episode_ids.at(0));
+    auto ep = tx.GetEpisode(ws_.id, n->episode_id);
+    EXPECT_EQ(ep->world_version, d.world_version);
+    EXPECT_EQ(tx.GetWorkspace(ws_.id)->world_version, d.world_version);
+    return Status::Ok();
+  }).ok());
+  // A failed batch leaves no triage behind.
+  auto bad = IngestJsonl(*store_, clock_, ws_.id,
+                         R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T15:00:00Z","counterparty":"sarah@n.example","summary":"ok"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-09T15:00:00Z","counterparty":"entity_01M8PS06M053VVFGPPNAWWM0AA","summary":"bad"})");
+  ASSERT_FALSE(bad.ok());
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    EXPECT_EQ(tx.ListDecisions(ws_.id, {}, 10)->size(), 1u);
+    return Status::Ok();
+  }).ok());
+}
+
+TEST(LocalTimeTest, OffsetsWeekdaysAndDigest) {
+  WorkspaceSettings s;
+  s.utc_offset_minutes = -5 * 60;
+  TimePoint t = *ParseTime("2026-06-09T03:30:00Z");  // Tue 03:30 UTC = Mon 22:30 at -05:00
+  LocalTime lt = ToLocal(t, s);
+  EXPECT_EQ(lt.weekday, 0);
+  EXPECT_EQ(lt.minute_of_day, 22 * 60 + 30);
+  EXPECT_EQ(FormatTime(NextDigest(t, s)), "2026-06-09T22:00:00Z");  // Tue 17:00 local
+  s.utc_offset_minutes = 0;
+  EXPECT_EQ(FormatTime(NextDigest(*ParseTime("2026-06-09T17:00:00Z"), s)),
+            "2026-06-10T17:00:00Z");
+}
+
+}  // namespace
+}  // namespace cortex

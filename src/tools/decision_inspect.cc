@@ -1,0 +1,80 @@
+// decision.inspect: any decision, its reasoning and ledger linkage (seed 003).
+#include "core/time.h"
+#include "tools/cortex_tools.h"
+#include "tools/read_tools.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+json DecisionInspectBody(const Decision& d) {
+  json reasoning = {{"confidence", d.confidence}, {"trace_id", d.trace_id}};
+  if (d.rule_id) reasoning["rule_id"] = *d.rule_id;
+  if (d.rule_summary) reasoning["rule_summary"] = *d.rule_summary;
+  if (!d.source_episode_ids.empty()) reasoning["source_episode_ids"] = d.source_episode_ids;
+  json body = {{"decision_id", d.id},
+               {"decision_class", d.decision_class},
+               {"payload_summary", d.payload_summary},
+               {"reasoning", reasoning},
+               {"occurred_at", FormatTime(d.occurred_at)},
+               {"world_version", d.world_version}};
+  if (d.ledger_entry_id) body["ledger_entry_id"] = *d.ledger_entry_id;
+  if (d.triage_decision_id) body["triage_decision_id"] = *d.triage_decision_id;
+  return body;
+}
+
+ToolDef DecisionInspectTool() {
+  return ToolDef{
+      .name = "decision.inspect",
+      .title = "Inspect a decision",
+      .description =
+          "Generalized decision inspection: returns the decision class, payload summary, "
+          "reasoning (rule, confidence, trace id, source episodes), ledger linkage, and "
+          "occurred_at of any decision Cortex made.",
+      .input_schema = {{"type", "object"},
+                       {"required", {"decision_id"}},
+                       {"additionalProperties", false},
+                       {"properties", {{"decision_id", IdSchema("dec_", "The decision id.")}}}},
+      .output_schema =
+          {{"type", "object"},
+           {"required",
+            {"decision_id", "decision_class", "payload_summary", "reasoning", "occurred_at",
+             "world_version"}},
+           {"properties",
+            {{"decision_id", {{"type", "string"}}},
+             {"decision_class", {{"type", "string"}}},
+             {"payload_summary", {{"type", "string"}}},
+             {"reasoning",
+              {{"type", "object"},
+               {"required", {"confidence", "trace_id"}},
+               {"properties",
+                {{"rule_id", {{"type", "string"}}},
+                 {"rule_summary", {{"type", "string"}}},
+                 {"confidence", {{"enum", {"strong_pattern", "pretty_sure", "just_guessing"}}}},
+                 {"trace_id", {{"type", "string"}}},
+                 {"source_episode_ids", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}}},
+             {"ledger_entry_id", {{"type", "string"}}},
+             {"triage_decision_id", {{"type", "string"}}},
+             {"occurred_at", {{"type", "string"}}},
+             {"world_version", {{"type", "string"}}}}}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
+                      {"openWorldHint", false}},
+      .scope = kScopeRead,
+      .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
+        const std::string id = args.at("decision_id");
+        json body;
+        Status st = ctx.store.Read([&](ReadTx& tx) {
+          auto d = tx.GetDecision(ctx.auth.workspace_id, id);
+          if (!d.ok()) return d.status();
+          body = DecisionInspectBody(*d);
+          return Status::Ok();
+        });
+        if (st.code() == Code::kNotFound) {
+          return ToolReply::Error("not_found", "no decision " + id + " in this workspace");
+        }
+        return st.ok() ? ToolReply::Ok(std::move(body)) : ToolReply::FromStatus(st);
+      },
+  };
+}
+
+}  // namespace cortex

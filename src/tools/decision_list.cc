@@ -1,0 +1,165 @@
+// decision.list: decisions newest first, filtered by class, status, counterparty and time,
+// with cursor paging. The approval inbox is `status: pending`.
+#include "core/crypto.h"
+#include "core/ids.h"
+#include "core/time.h"
+#include "engines/identifiers.h"
+#include "tools/cortex_tools.h"
+#include "tools/read_tools.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kDefaultPageSize = 20;
+constexpr int kMaxPageSize = 100;
+
+const char* const kClasses[] = {"triage", "action_proposed", "rule_fired", "trust_transition"};
+const char* const kStatuses[] = {"recorded", "pending", "approved", "rejected", "expired",
+                                 "executed", "delivered", "failed", "refused"};
+
+// A cursor is "<last decision id>.<8 hex of the filter's hash>": it only continues the
+// query it came from.
+std::string FilterHash(const json& args) {
+  json f = args;
+  f.erase("cursor");
+  f.erase("limit");
+  return Sha256Hex(f.dump()).substr(0, 8);
+}
+
+}  // namespace
+
+ToolDef DecisionListTool() {
+  json classes = json::array(), statuses = json::array();
+  for (const char* c : kClasses) classes.push_back(c);
+  for (const char* s : kStatuses) statuses.push_back(s);
+  json item = {{"type", "object"},
+               {"required",
+                {"decision_id", "decision_class", "status", "payload_summary", "confidence",
+                 "occurred_at", "agent_version", "world_version"}},
+               {"properties",
+                {{"decision_id", {{"type", "string"}}},
+                 {"decision_class", {{"type", "string"}}},
+                 {"status", {{"type", "string"}}},
+                 {"payload_summary", {{"type", "string"}}},
+                 {"rule_summary", {{"type", "string"}}},
+                 {"confidence", {{"type", "string"}}},
+                 {"counterparty_id", {{"type", "string"}}},
+                 {"notification_id", {{"type", "string"}}},
+                 {"occurred_at", {{"type", "string"}}},
+                 {"agent_version", {{"type", "string"}}},
+                 {"world_version", {{"type", "string"}}}}}};
+  return ToolDef{
+      .name = "decision.list",
+      .title = "List decisions",
+      .description =
+          "Lists the workspace's decisions newest first. Filter by decision_class (triage, "
+          "action_proposed, rule_fired, trust_transition), status (e.g. pending: the approval "
+          "inbox), counterparty (entity id, email or @handle) and time (since/until, RFC "
+          "3339). Pages with next_cursor.",
+      .input_schema =
+          {{"type", "object"},
+           {"additionalProperties", false},
+           {"properties",
+            {{"decision_class", {{"enum", classes}}},
+             {"status", {{"enum", statuses}}},
+             {"counterparty",
+              {{"type", "string"}, {"minLength", 1}, {"maxLength", 320},
+               {"description", "Entity id, email, @handle or +phone."}}},
+             {"since", TimeSchema("Only decisions made at or after this time.")},
+             {"until", TimeSchema("Only decisions made before this time.")},
+             {"cursor", {{"type", "string"}, {"maxLength", 64},
+                         {"description", "next_cursor from the previous page."}}},
+             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxPageSize},
+                        {"description", "Page size (default 20)."}}}}}},
+      .output_schema = {{"type", "object"},
+                        {"required", {"decisions"}},
+                        {"properties",
+                         {{"decisions", {{"type", "array"}, {"items", item}}},
+                          {"next_cursor", {{"type", "string"}}}}}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
+                      {"openWorldHint", false}},
+      .scope = kScopeRead,
+      .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
+        DecisionFilter filter;
+        if (args.contains("decision_class")) filter.decision_class = args["decision_class"];
+        if (args.contains("status")) filter.status = args["status"];
+        std::optional<TimePoint> since, until;
+        for (const char* field : {"since", "until"}) {
+          if (!args.contains(field)) continue;
+          auto t = ParseTime(args[field].get<std::string>());
+          if (!t.ok()) {
+            return ToolReply::Error("invalid_arguments", std::string("field '") + field +
+                                                             "': " + t.status().message());
+          }
+          (std::string(field) == "since" ? since : until) = *t;
+        }
+        if (since && until && *since >= *until) {
+          return ToolReply::Error("invalid_arguments",
+                                  "field 'since': must be before 'until' (nothing lies between)");
+        }
+        // Decision ids are minted at decision time, so a time bound is an id bound.
+        if (since) filter.min_id = IdFloor("dec_", *since);
+        if (until) filter.max_id = IdFloor("dec_", *until);
+        std::string hash = FilterHash(args);
+        if (args.contains("cursor")) {
+          std::string cursor = args["cursor"];
+          size_t dot = cursor.find('.');
+          std::string last = cursor.substr(0, dot);
+          if (dot == std::string::npos || !IsId(last, "dec_")) {
+            return ToolReply::Error("invalid_arguments", "field 'cursor': not a cursor from "
+                                                         "decision.list");
+          }
+          if (cursor.substr(dot + 1) != hash) {
+            return ToolReply::Error("invalid_arguments",
+                                    "field 'cursor': it belongs to a query with other filters");
+          }
+          if (!filter.max_id || last < *filter.max_id) filter.max_id = last;
+        }
+        int limit = args.value("limit", kDefaultPageSize);
+        json body;
+        Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
+          if (args.contains("counterparty")) {
+            auto who = ResolveEntity(tx, ctx.auth.workspace_id, args["counterparty"]);
+            if (!who.ok()) return who.status();
+            filter.entity_id = who->id;
+          }
+          // One extra row says whether there is a next page.
+          auto rows = tx.ListDecisions(ctx.auth.workspace_id, filter, limit + 1);
+          if (!rows.ok()) return rows.status();
+          json items = json::array();
+          for (int i = 0; i < static_cast<int>(rows->size()) && i < limit; ++i) {
+            const Decision& d = (*rows)[i];
+            json item = {{"decision_id", d.id},
+                         {"decision_class", d.decision_class},
+                         {"status", d.status},
+                         {"payload_summary", d.payload_summary},
+                         {"confidence", d.confidence},
+                         {"occurred_at", FormatTime(d.occurred_at)},
+                         {"agent_version", d.agent_version},
+                         {"world_version", d.world_version}};
+            if (d.rule_summary) item["rule_summary"] = *d.rule_summary;
+            if (d.entity_id) item["counterparty_id"] = *d.entity_id;
+            if (d.notification_id) item["notification_id"] = *d.notification_id;
+            items.push_back(std::move(item));
+          }
+          body = {{"decisions", items}};
+          if (static_cast<int>(rows->size()) > limit) {
+            body["next_cursor"] = (*rows)[limit - 1].id + "." + hash;
+          }
+          return Status::Ok();
+        });
+        if (st.code() == Code::kNotFound) {
+          return ToolReply::Error("not_found", "field 'counterparty': " + st.message());
+        }
+        if (st.code() == Code::kInvalidArgument) {
+          return ToolReply::Error("invalid_arguments", "field 'counterparty': " + st.message());
+        }
+        return st.ok() ? ToolReply::Ok(std::move(body)) : ToolReply::FromStatus(st);
+      },
+  };
+}
+
+}  // namespace cortex

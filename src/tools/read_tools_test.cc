@@ -1,0 +1,229 @@
+// The read tools on the demo workspace, called through the registry as a client would.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "cli/commands.h"
+#include "core/time.h"
+#include "engines/demo_world.h"
+#include "engines/ingest.h"
+#include "engines/rules.h"
+#include "engines/tokens.h"
+#include "testing/temp_store.h"
+#include "tools/cortex_tools.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+class ReadToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    registry_.set_check_output(true);
+    ws_ = *EnsureWorkspace(*store_, clock_, "demo");
+    ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, DemoWorldJsonl()).ok());
+    auto rules = ImportRules(*store_, clock_, ws_.id, DemoRulesYaml());
+    ASSERT_TRUE(rules.ok()) << rules.status().ToString();
+    auto week = IngestJsonl(*store_, clock_, ws_.id, DemoWeekJsonl());
+    ASSERT_TRUE(week.ok()) << week.status().ToString();
+    auth_ = AuthContext{ws_.id, ws_.name, "tok", kScopeRead};
+  }
+
+  json Call(const std::string& tool, const json& args, bool expect_error = false) {
+    ToolContext ctx{auth_, *store_, clock_, "trc_test", nullptr, [](json) {}};
+    ToolReply r = registry_.Call(tool, args, ctx);
+    EXPECT_EQ(r.is_error(), expect_error) << tool << " " << args.dump() << " -> " << r.body().dump();
+    return r.body();
+  }
+
+  // The notification of the demo week's message with this external id.
+  std::string NotificationFor(const std::string& external_id) {
+    std::string id;
+    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
+      auto ep = tx.FindEpisodeByExternalId(ws_.id, external_id);
+      if (!ep.ok()) return ep.status();
+      DecisionFilter f;
+      f.decision_class = "triage";
+      for (const Decision& d : *tx.ListDecisions(ws_.id, f, 1000)) {
+        if (d.source_episode_ids.at(0) == ep->id) id = *d.notification_id;
+      }
+      return Status::Ok();
+    }).ok());
+    EXPECT_FALSE(id.empty()) << external_id;
+    return id;
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-11-30T09:00:00Z")};
+  ToolRegistry registry_;
+  Workspace ws_;
+  AuthContext auth_;
+};
+
+TEST_F(ReadToolsTest, SeedExampleVipDuringDeepWork) {
+  // Sarah (VIP), Tue 24 Nov 10:15, during the 09:00-11:00 "deep work" block.
+  json why = Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0113")}});
+  EXPECT_EQ(why["triage_class"], "surface_at_transition");
+  EXPECT_EQ(why["rule_summary"],
+            "Surface emails from VIP counterparties at the next focus-block break.");
+  EXPECT_EQ(why["confidence"], "pretty_sure");
+  std::vector<std::string> kinds;
+  for (const auto& s : why["contributing_signals"]) kinds.push_back(s["kind"]);
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "vip_counterparty"), kinds.end());
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "active_focus_block"), kinds.end());
+  EXPECT_EQ(why["contributing_signals"][1]["summary"],
+            "Calendar block 'deep work' active until 11:00.");
+  EXPECT_EQ(why.size(), 7u);  // exactly the seed's fields
+  EXPECT_EQ(why["agent_version"].get<std::string>().rfind("av_", 0), 0u);
+  EXPECT_EQ(why["world_version"].get<std::string>().rfind("wv_", 0), 0u);
+}
+
+TEST_F(ReadToolsTest, MarcusOnTuesdayIsAStrongPattern) {
+  json why = Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0115")}});
+  EXPECT_EQ(why["triage_class"], "interrupt_now");
+  EXPECT_EQ(why["confidence"], "strong_pattern");
+  EXPECT_EQ(why["rule_summary"],
+            "Reply to Marcus quickly on Tuesdays — he expects same-day for project updates.");
+}
+
+TEST_F(ReadToolsTest, DecisionInspectGivesTheSeedShape) {
+  json list = Call("decision.list", {{"decision_class", "triage"}, {"limit", 1}});
+  ASSERT_EQ(list["decisions"].size(), 1u);
+  std::string id = list["decisions"][0]["decision_id"];
+  json d = Call("decision.inspect", {{"decision_id", id}});
+  EXPECT_EQ(d["decision_id"], id);
+  EXPECT_EQ(d["decision_class"], "triage");
+  EXPECT_TRUE(d["reasoning"].contains("trace_id"));
+  EXPECT_EQ(d["reasoning"]["trace_id"].get<std::string>().rfind("trc_", 0), 0u);
+  EXPECT_FALSE(d["reasoning"]["source_episode_ids"].empty());
+  EXPECT_TRUE(d.contains("occurred_at"));
+  EXPECT_TRUE(d.contains("world_version"));
+}
+
+TEST_F(ReadToolsTest, DecisionListFiltersAndPages) {
+  json all = Call("decision.list", {{"limit", 100}});
+  size_t total = all["decisions"].size();
+  EXPECT_GT(total, 30u);
+  // Pages of 7 give the same decisions, newest first, with no repeats.
+  std::vector<std::string> paged;
+  json args = {{"limit", 7}};
+  for (int guard = 0; guard < 100; ++guard) {
+    json page = Call("decision.list", args);
+    for (const auto& d : page["decisions"]) paged.push_back(d["decision_id"]);
+    if (!page.contains("next_cursor")) break;
+    args["cursor"] = page["next_cursor"];
+  }
+  ASSERT_EQ(paged.size(), total);
+  EXPECT_TRUE(std::is_sorted(paged.rbegin(), paged.rend()));
+  for (size_t i = 0; i < total; ++i) EXPECT_EQ(paged[i], all["decisions"][i]["decision_id"]);
+
+  json marcus = Call("decision.list", {{"counterparty", "marcus.webb@harborline.example"}});
+  EXPECT_FALSE(marcus["decisions"].empty());
+  for (const auto& d : marcus["decisions"]) {
+    EXPECT_NE(d["payload_summary"].get<std::string>().find("Marcus"), std::string::npos);
+  }
+  json recorded = Call("decision.list", {{"status", "recorded"}, {"limit", 100}});
+  EXPECT_EQ(recorded["decisions"].size(), total);
+  json pending = Call("decision.list", {{"status", "pending"}});
+  EXPECT_TRUE(pending["decisions"].empty());
+  json future = Call("decision.list", {{"since", "2030-01-01T00:00:00Z"}});
+  EXPECT_TRUE(future["decisions"].empty());
+  json past = Call("decision.list", {{"until", "2020-01-01T00:00:00Z"}});
+  EXPECT_TRUE(past["decisions"].empty());
+}
+
+TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
+  // As of Tue 24 Nov 10:20: Sarah's 10:15 message waits for 11:00; the first-contact and
+  // after-hours ones wait for the 17:00 digest on their day.
+  json view = Call("notification.list", {{"as_of", "2026-11-24T10:20:00Z"}});
+  ASSERT_FALSE(view["next_transition"].is_null());
+  EXPECT_EQ(view["next_transition"]["at"], "2026-11-24T11:00:00Z");
+  EXPECT_EQ(view["next_transition"]["notifications"][0]["counterparty"]["name"], "Sarah Chen");
+  EXPECT_EQ(view["digest"]["at"], "2026-11-24T17:00:00Z");
+  json later = Call("notification.list", {{"as_of", "2026-11-24T11:00:00Z"},
+                                          {"since", "2026-11-24T10:59:00Z"}});
+  ASSERT_EQ(later["due"].size(), 1u);
+  EXPECT_EQ(later["due"][0]["triage_class"], "surface_at_transition");
+  json friday = Call("notification.list", {{"as_of", "2026-11-27T16:00:00Z"}});
+  bool taylor = false;
+  for (const auto& n : friday["digest"]["notifications"]) {
+    taylor |= n["counterparty"]["name"] == "taylor.brooks@brightfield.example";
+  }
+  EXPECT_TRUE(taylor) << friday.dump(2);
+}
+
+TEST_F(ReadToolsTest, BadInputIsAClearToolError) {
+  auto error = [&](const std::string& tool, const json& args) {
+    return Call(tool, args, /*expect_error=*/true);
+  };
+  EXPECT_EQ(error("meta.why_this_notification", {{"notification_id", "ntf_01M8PS06M053VVFGPPNAWWM0AA"}})["error"],
+            "not_found");
+  json wrong_kind = error("meta.why_this_notification", {{"notification_id", "ep_01M8PS06M053VVFGPPNAWWM0AA"}});
+  EXPECT_EQ(wrong_kind["error"], "invalid_arguments");
+  EXPECT_NE(wrong_kind["message"].get<std::string>().find("notification_id"), std::string::npos);
+  EXPECT_EQ(error("decision.inspect", {{"decision_id", std::string(5000, 'x')}})["error"],
+            "invalid_arguments");
+  EXPECT_EQ(error("decision.inspect", {{"decision_id", "dec_01M8PS06M053VVFGPPNAWWM0AA"}})["error"],
+            "not_found");
+  EXPECT_EQ(error("decision.list", {{"cursor", "garbage"}})["error"], "invalid_arguments");
+  json first = Call("decision.list", {{"limit", 1}});
+  EXPECT_EQ(error("decision.list", {{"cursor", first["next_cursor"]}, {"status", "recorded"}})["error"],
+            "invalid_arguments");  // a cursor continues only its own query
+  EXPECT_EQ(error("decision.list", {{"since", "2026-11-25T00:00:00Z"}, {"until", "2026-11-24T00:00:00Z"}})["error"],
+            "invalid_arguments");
+  EXPECT_EQ(error("decision.list", {{"since", "yesterday"}})["error"], "invalid_arguments");
+  EXPECT_EQ(error("decision.list", {{"limit", 1000}})["error"], "invalid_arguments");
+  EXPECT_EQ(error("decision.list", {{"decision_class", "gossip"}})["error"], "invalid_arguments");
+  EXPECT_EQ(error("decision.list", {{"counterparty", "nobody@nowhere.example"}})["error"], "not_found");
+  EXPECT_EQ(error("notification.list", {{"as_of", "2026-11-24T10:00:00Z"}, {"since", "2026-11-25T10:00:00Z"}})["error"],
+            "invalid_arguments");
+}
+
+TEST_F(ReadToolsTest, AnotherWorkspacesIdsAreNotFound) {
+  std::string ntf = NotificationFor("demo-0113");
+  json d = Call("decision.list", {{"limit", 1}});
+  std::string dec = d["decisions"][0]["decision_id"];
+  Workspace other = *EnsureWorkspace(*store_, clock_, "other");
+  AuthContext intruder{other.id, other.name, "tok2", kScopeRead};
+  ToolContext ctx{intruder, *store_, clock_, "trc_x", nullptr, [](json) {}};
+  EXPECT_EQ(registry_.Call("meta.why_this_notification", {{"notification_id", ntf}}, ctx).body()["error"],
+            "not_found");
+  EXPECT_EQ(registry_.Call("decision.inspect", {{"decision_id", dec}}, ctx).body()["error"], "not_found");
+  EXPECT_TRUE(registry_.Call("decision.list", json::object(), ctx).body()["decisions"].empty());
+  EXPECT_TRUE(registry_.Call("notification.list", {{"as_of", "2026-11-24T10:20:00Z"}}, ctx)
+                  .body()["next_transition"].is_null());
+}
+
+TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((store_.dir() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr),
+            SQLITE_OK);
+  auto plan = [&](const char* sql) {
+    std::string out;
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, (std::string("EXPLAIN QUERY PLAN ") + sql).c_str(), -1, &s,
+                                 nullptr),
+              SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
+      out += "\n";
+    }
+    sqlite3_finalize(s);
+    return out;
+  };
+  std::string inspect = plan("SELECT * FROM decisions WHERE id = 'dec_x' AND workspace_id = 'ws'");
+  EXPECT_NE(inspect.find("USING INDEX sqlite_autoindex_decisions_1 (id=?)"), std::string::npos)
+      << inspect;
+  std::string why = plan("SELECT * FROM notifications WHERE id = 'ntf_x' AND workspace_id = 'ws'");
+  EXPECT_NE(why.find("(id=?)"), std::string::npos) << why;
+  std::string list = plan(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' ORDER BY id DESC LIMIT 20");
+  EXPECT_NE(list.find("USING INDEX decisions_by_class"), std::string::npos) << list;
+  EXPECT_EQ(list.find("TEMP B-TREE"), std::string::npos) << list;  // no sort step
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace cortex
