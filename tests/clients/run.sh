@@ -42,7 +42,7 @@ fi
 if (( $# > 0 )); then
     scripts=("$@")
 else
-    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs)
+    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs)
 fi
 
 failed_scripts=()
