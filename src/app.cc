@@ -3,10 +3,14 @@
 #include <boost/asio/ip/address.hpp>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <iostream>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/metrics.h"
+#include "engines/config.h"
+#include "engines/delivery.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/store.h"
@@ -22,6 +26,50 @@ const char kCortexInstructions[] =
     "trusted. Every decision can be explained from stored evidence.";
 
 namespace {
+
+// The background work of a serving process: expire drafts, execute supervised actions
+// whose undo window passed, deliver the outbox. Overdue work is done at start.
+class BackgroundWork {
+ public:
+  BackgroundWork(Store& store, const Clock& clock, const EngineConfig& config,
+                 Connector& connector)
+      : actions_(store, clock, config.actions),
+        dispatcher_(store, clock, connector, config.delivery),
+        clock_(clock),
+        thread_([this] { Loop(); }) {}
+  ~BackgroundWork() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kTick{200};
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto due = actions_.ProcessDue(clock_.Now());
+      if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
+      auto sent = dispatcher_.RunOnce(clock_.Now());
+      if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
+      lock.lock();
+      cv_.wait_for(lock, kTick, [this] { return stop_; });
+    }
+  }
+
+  ActionEngine actions_;
+  Dispatcher dispatcher_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once everything above exists
+};
 
 struct HostPort {
   std::string host;
@@ -69,14 +117,24 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
                   hp->host);
     return 2;
   }
+  auto config = LoadConfig(options.config_path);
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().message());
+    return 2;
+  }
   auto store = OpenSqliteStore(options.data_dir);
   if (!store.ok()) {
     spdlog::error("cannot open store: {}", store.status().message());
     return 1;
   }
   const Clock& clock = ProcessClock();
+  auto connector = MakeConnector(**store, clock, config->delivery);
+  if (!connector.ok()) {
+    spdlog::error("{}", connector.status().message());
+    return 2;
+  }
   ToolRegistry registry;
-  if (Status st = register_tools(registry); !st.ok()) {
+  if (Status st = register_tools(registry, *config); !st.ok()) {
     spdlog::error("tool registration failed: {}", st.message());
     return 1;
   }
@@ -108,6 +166,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     spdlog::error("{}", port.status().message());
     return 1;
   }
+  BackgroundWork background(**store, clock, *config, **connector);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
                options.data_dir);
@@ -116,8 +175,13 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   return 0;
 }
 
-int RunStdio(const std::string& data_dir, const std::string& token,
-             const RegisterTools& register_tools) {
+int RunStdio(const std::string& data_dir, const std::string& config_path,
+             const std::string& token, const RegisterTools& register_tools) {
+  auto config = LoadConfig(config_path);
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().message());
+    return 2;
+  }
   auto store = OpenSqliteStore(data_dir);
   if (!store.ok()) {
     spdlog::error("cannot open store: {}", store.status().message());
@@ -128,11 +192,17 @@ int RunStdio(const std::string& data_dir, const std::string& token,
     spdlog::error("CORTEX_TOKEN: {}", auth.status().message());
     return 1;
   }
+  auto connector = MakeConnector(**store, ProcessClock(), config->delivery);
+  if (!connector.ok()) {
+    spdlog::error("{}", connector.status().message());
+    return 2;
+  }
   ToolRegistry registry;
-  if (Status st = register_tools(registry); !st.ok()) {
+  if (Status st = register_tools(registry, *config); !st.ok()) {
     spdlog::error("tool registration failed: {}", st.message());
     return 1;
   }
+  BackgroundWork background(**store, ProcessClock(), *config, **connector);
   McpServer mcp(registry, **store, ProcessClock(),
                 ServerInfo{.instructions = kCortexInstructions});
   Metrics metrics;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -12,7 +13,10 @@
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/ingest.h"
+#include "engines/ledger.h"
 #include "engines/rules.h"
+#include "engines/trust.h"
+#include "core/ids.h"
 #include "engines/tokens.h"
 #include "store/store.h"
 
@@ -159,6 +163,111 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
     }
   }
   return 0;
+}
+
+int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
+                const std::string& scope, std::optional<int> level, std::optional<int> ceiling) {
+  if (cls != "communicate") {
+    return Fail(Status::InvalidArgument("unknown action class '" + cls + "' (communicate)"));
+  }
+  if (!level && !ceiling) return Fail(Status::InvalidArgument("give --level, --ceiling or both"));
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = EnsureWorkspace(**store, ProcessClock(), workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  std::string av;
+  Status st = (*store)->Write([&](WriteTx& tx) -> Status {
+    auto resolved = ResolveTrustScope(tx, ws->id, scope);
+    if (!resolved.ok()) return resolved.status();
+    if (ceiling && resolved->rfind("tag:", 0) != 0) {
+      return Status::InvalidArgument("--ceiling applies to tags only (tag:<tag>)");
+    }
+    TrustSetting t{cls, *resolved, level, ceiling, ProcessClock().Now()};
+    // Keep what is not being changed.
+    auto current = tx.ListTrust(ws->id);
+    if (!current.ok()) return current.status();
+    for (const TrustSetting& c : *current) {
+      if (c.action_class == cls && c.scope == *resolved) {
+        if (!level) t.level = c.level;
+        if (!ceiling) t.ceiling = c.ceiling;
+      }
+    }
+    CORTEX_RETURN_IF_ERROR(tx.SetTrust(ws->id, t));
+    av = NewId("av_", ProcessClock());
+    return tx.SetAgentVersion(ws->id, av);
+  });
+  if (!st.ok()) return Fail(st);
+  std::cout << "trust " << cls << " " << scope << ":"
+            << (level ? " level " + std::to_string(*level) + " (" + LevelName(*level) + ")" : "")
+            << (ceiling ? " ceiling " + std::to_string(*ceiling) : "") << "; agent_version " << av
+            << "\n";
+  return 0;
+}
+
+int CmdTrustList(const std::string& data, const std::string& workspace) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  std::vector<TrustSetting> rows;
+  std::map<std::string, std::string> names;
+  Status st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto list = tx.ListTrust(ws->id);
+    if (!list.ok()) return list.status();
+    rows = std::move(*list);
+    for (const TrustSetting& t : rows) {
+      if (t.scope.rfind("entity:", 0) == 0) {
+        auto e = tx.GetEntity(ws->id, t.scope.substr(7));
+        if (e.ok()) names[t.scope] = e->name;
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  TrustConfig defaults;
+  std::cout << "CLASS\tSCOPE\tLEVEL\tCEILING\tUPDATED\n";
+  std::cout << "communicate\t(built-in default)\t" << defaults.default_level << " ("
+            << LevelName(defaults.default_level) << ")\t-\t-\n";
+  for (const TrustSetting& t : rows) {
+    std::string scope = t.scope;
+    if (names.count(t.scope)) scope += " (" + names[t.scope] + ")";
+    std::cout << t.action_class << "\t" << scope << "\t"
+              << (t.level ? std::to_string(*t.level) + " (" + LevelName(*t.level) + ")" : "-")
+              << "\t" << (t.ceiling ? std::to_string(*t.ceiling) : "-") << "\t"
+              << FormatTime(t.updated_at) << "\n";
+  }
+  return 0;
+}
+
+int CmdLedgerVerify(const std::string& data, const std::string& workspace) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  std::vector<Workspace> workspaces;
+  if (!workspace.empty()) {
+    auto ws = FindWorkspace(**store, workspace);
+    if (!ws.ok()) return Fail(ws.status());
+    workspaces.push_back(*ws);
+  } else {
+    Status st = (*store)->Read([&](ReadTx& tx) {
+      auto list = tx.ListWorkspaces();
+      if (!list.ok()) return list.status();
+      workspaces = std::move(*list);
+      return Status::Ok();
+    });
+    if (!st.ok()) return Fail(st);
+  }
+  bool all_ok = true;
+  for (const Workspace& ws : workspaces) {
+    auto check = VerifyLedger(**store, ws.id);
+    if (!check.ok()) return Fail(check.status());
+    if (check->ok) {
+      std::cout << ws.name << ": ok, " << check->entries << " entries\n";
+    } else {
+      all_ok = false;
+      std::cout << ws.name << ": TAMPERED: " << check->problem << "\n";
+    }
+  }
+  return all_ok ? 0 : 1;
 }
 
 int CmdMigrate(const std::string& data) {

@@ -2,6 +2,7 @@
 // 1 failure, 2 bad usage. Results go to stdout, diagnostics to stderr.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace cortex {
@@ -15,6 +16,10 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
 int CmdRulesImport(const std::string& data, const std::string& workspace,
                    const std::string& file);
 int CmdRulesList(const std::string& data, const std::string& workspace, bool all);
+int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
+                const std::string& scope, std::optional<int> level, std::optional<int> ceiling);
+int CmdTrustList(const std::string& data, const std::string& workspace);
+int CmdLedgerVerify(const std::string& data, const std::string& workspace);
 int CmdMigrate(const std::string& data);
 int CmdDemo(const std::string& data);
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <optional>
+
 #include "app.h"
 #include "cli/commands.h"
 #include "core/log.h"
@@ -28,6 +30,8 @@ int main(int argc, char** argv) {
   ServeOptions serve;
   auto* serve_cmd = app.add_subcommand("serve", "Serve MCP over HTTP until SIGTERM");
   add_data(serve_cmd);
+  serve_cmd->add_option("--config", serve.config_path, "TOML configuration file")
+      ->check(CLI::ExistingFile);
   serve_cmd->add_option("--listen", serve.listen, "HOST:PORT to listen on")
       ->capture_default_str();
   serve_cmd->add_flag("--insecure-no-auth", serve.insecure_no_auth,
@@ -51,7 +55,9 @@ int main(int argc, char** argv) {
   auto* mcp_cmd = app.add_subcommand("mcp", "Serve MCP on stdin/stdout (token in CORTEX_TOKEN)");
   add_data(mcp_cmd);
   bool stdio = false;
+  std::string mcp_config;
   mcp_cmd->add_flag("--stdio", stdio, "Use the stdio transport")->required();
+  mcp_cmd->add_option("--config", mcp_config, "TOML configuration file")->check(CLI::ExistingFile);
   mcp_cmd->callback([&] {
     const char* token = std::getenv("CORTEX_TOKEN");
     if (token == nullptr || *token == '\0') {
@@ -60,7 +66,7 @@ int main(int argc, char** argv) {
       rc = 2;
       return;
     }
-    rc = RunStdio(data_dir, token, RegisterCortexTools);
+    rc = RunStdio(data_dir, mcp_config, token, RegisterCortexTools);
   });
 
   // token create|list|revoke
@@ -105,6 +111,43 @@ int main(int argc, char** argv) {
   bool all_rules = false;
   rules_list->add_flag("--all", all_rules, "Include retired rules");
   rules_list->callback([&] { rc = CmdRulesList(data_dir, workspace, all_rules); });
+
+  // trust set|list
+  auto* trust_cmd = app.add_subcommand("trust", "Set and list autonomy levels");
+  trust_cmd->require_subcommand(1);
+  std::string scope, action_class = "communicate";
+  int level = -1, ceiling = -1;
+  auto* trust_set = trust_cmd->add_subcommand(
+      "set", "Set the level (and, for a tag, the ceiling) for an action class and a scope");
+  add_data(trust_set);
+  trust_set->add_option("--workspace", workspace, "Workspace")->required();
+  trust_set->add_option("--scope", scope,
+                        "default, tag:<tag>, or a counterparty (entity id, email, @handle)")
+      ->required();
+  trust_set->add_option("--class", action_class, "Action class")->capture_default_str();
+  trust_set->add_option("--level", level, "0 off, 1 draft, 2 supervised, 3 autonomous")
+      ->check(CLI::Range(0, 3));
+  trust_set->add_option("--ceiling", ceiling, "Tags only: the highest level trust may earn")
+      ->check(CLI::Range(0, 3));
+  trust_set->callback([&] {
+    rc = CmdTrustSet(data_dir, workspace, action_class, scope,
+                     level >= 0 ? std::optional<int>(level) : std::nullopt,
+                     ceiling >= 0 ? std::optional<int>(ceiling) : std::nullopt);
+  });
+  auto* trust_list = trust_cmd->add_subcommand("list", "List the trust settings");
+  add_data(trust_list);
+  trust_list->add_option("--workspace", workspace, "Workspace")->required();
+  trust_list->callback([&] { rc = CmdTrustList(data_dir, workspace); });
+
+  // ledger verify
+  auto* ledger_cmd = app.add_subcommand("ledger", "The action ledger");
+  ledger_cmd->require_subcommand(1);
+  auto* verify = ledger_cmd->add_subcommand(
+      "verify", "Check every workspace's hash chain (or one with --workspace)");
+  add_data(verify);
+  std::string verify_ws;
+  verify->add_option("--workspace", verify_ws, "Only this workspace");
+  verify->callback([&] { rc = CmdLedgerVerify(data_dir, verify_ws); });
 
   // migrate
   auto* migrate = app.add_subcommand("migrate", "Apply pending schema migrations");

@@ -15,7 +15,7 @@ using nlohmann::json;
 class McpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    ASSERT_TRUE(RegisterCortexTools(registry_, config_).ok());
     registry_.set_check_output(true);
     auto ws = EnsureWorkspace(*store_, clock_, "alpha");
     auth_ = AuthContext{ws->id, ws->name, "tok_x", kScopeRead};
@@ -51,6 +51,7 @@ class McpServerTest : public ::testing::Test {
 
   testing::TempStore store_;
   FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  EngineConfig config_;
   ToolRegistry registry_;
   AuthContext auth_;
   std::unique_ptr<McpServer> server_;
@@ -64,7 +65,7 @@ TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
   McpResponse ping = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}, sid);
   EXPECT_EQ(ping.body["result"], json::object());
   McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}}, sid);
-  ASSERT_EQ(list.body["result"]["tools"].size(), 6u);
+  ASSERT_EQ(list.body["result"]["tools"].size(), 10u);
   EXPECT_EQ(list.body["result"]["tools"][0]["name"], "workspace.status");
   EXPECT_EQ(list.body["result"]["tools"][1]["name"], "entity.lookup");
   EXPECT_FALSE(list.body["result"].contains("resultType"));
@@ -101,7 +102,7 @@ TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
   McpResponse l = Send(Modern("tools/list"));
   EXPECT_EQ(l.body["result"]["cacheScope"], "public");
   EXPECT_GE(l.body["result"]["ttlMs"].get<int64_t>(), 0);
-  EXPECT_EQ(l.body["result"]["tools"].size(), 6u);
+  EXPECT_EQ(l.body["result"]["tools"].size(), 10u);
 }
 
 TEST_F(McpServerTest, StatelessEraRefusals) {

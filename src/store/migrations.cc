@@ -123,6 +123,83 @@ CREATE TABLE notifications (
 CREATE INDEX notifications_by_surface ON notifications(workspace_id, surface_at, id);
 CREATE INDEX notifications_by_class ON notifications(workspace_id, triage_class, surface_at, id);
 )sql"},
+      {3, "actions: trust, actions, the ledger, the outbox", R"sql(
+ALTER TABLE workspaces ADD COLUMN ledger_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspaces ADD COLUMN ledger_head TEXT NOT NULL DEFAULT '';
+CREATE TABLE trust (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  action_class TEXT NOT NULL,
+  scope        TEXT NOT NULL,  -- 'default', 'tag:<tag>' or 'entity:<entity id>'
+  level        INTEGER,        -- NULL: no level set at this scope (a ceiling only)
+  ceiling      INTEGER,        -- tags only: the highest level earned trust may reach
+  updated_at   INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, action_class, scope)
+) WITHOUT ROWID;
+CREATE TABLE trust_streaks (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  action_class TEXT NOT NULL,
+  entity_id    TEXT NOT NULL REFERENCES entities(id),
+  streak       INTEGER NOT NULL,
+  evidence     TEXT NOT NULL,  -- JSON array of the decision ids in the streak
+  PRIMARY KEY (workspace_id, action_class, entity_id)
+) WITHOUT ROWID;
+CREATE TABLE actions (
+  id                 TEXT PRIMARY KEY,
+  workspace_id       TEXT NOT NULL REFERENCES workspaces(id),
+  action_class       TEXT NOT NULL,
+  entity_id          TEXT NOT NULL REFERENCES entities(id),
+  recipient          TEXT NOT NULL,
+  status             TEXT NOT NULL,
+  level              INTEGER NOT NULL,
+  urgent             INTEGER NOT NULL,
+  message            TEXT NOT NULL,
+  tone               TEXT NOT NULL,
+  context            TEXT NOT NULL,
+  draft              TEXT NOT NULL,
+  decision_id        TEXT NOT NULL,
+  due_at             INTEGER,
+  created_at         INTEGER NOT NULL,
+  updated_at         INTEGER NOT NULL
+);
+CREATE INDEX actions_by_decision ON actions(workspace_id, decision_id);
+CREATE INDEX actions_due ON actions(due_at) WHERE due_at IS NOT NULL;
+CREATE TABLE ledger (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  seq          INTEGER NOT NULL,
+  action_id    TEXT NOT NULL,
+  decision_id  TEXT NOT NULL,
+  event        TEXT NOT NULL,
+  occurred_at  INTEGER NOT NULL,
+  provenance   TEXT NOT NULL,
+  detail       TEXT NOT NULL,
+  prev_hash    TEXT NOT NULL,
+  hash         TEXT NOT NULL,
+  UNIQUE (workspace_id, seq)
+);
+CREATE INDEX ledger_by_action ON ledger(workspace_id, action_id, seq);
+CREATE TABLE outbox (
+  action_id       TEXT PRIMARY KEY,
+  workspace_id    TEXT NOT NULL REFERENCES workspaces(id),
+  recipient       TEXT NOT NULL,
+  body            TEXT NOT NULL,
+  status          TEXT NOT NULL,  -- pending | delivered | failed
+  attempts        INTEGER NOT NULL,
+  next_attempt_at INTEGER NOT NULL,
+  lease_until     INTEGER,
+  last_error      TEXT NOT NULL,
+  created_at      INTEGER NOT NULL,
+  delivered_at    INTEGER
+);
+CREATE INDEX outbox_due ON outbox(status, next_attempt_at);
+CREATE TABLE delivered_messages (
+  action_id    TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  recipient    TEXT NOT NULL,
+  body         TEXT NOT NULL,
+  delivered_at INTEGER NOT NULL
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -162,6 +162,66 @@ struct Notification {
   TimePoint created_at;
 };
 
+// One thing Cortex does or proposes to do (today: send a message).
+struct Action {
+  std::string id;  // act_...
+  std::string workspace_id;
+  std::string action_class;  // communicate
+  std::string entity_id;
+  std::string recipient;  // the address it goes to
+  std::string status;     // pending | executed | delivered | failed | rejected | expired | refused
+  int level = 1;          // the autonomy level it was decided at
+  bool urgent = false;
+  std::string message;  // as asked
+  std::string tone;
+  std::string context;
+  std::string draft;  // the text to send (the drafter's, or a person's edit)
+  std::string decision_id;  // its action_proposed decision
+  std::optional<TimePoint> due_at;  // pending: expiry (level 1) or execution (level 2)
+  TimePoint created_at;
+  TimePoint updated_at;
+};
+
+// One append-only row of the action ledger; see docs/ledger.md for the hash chain.
+struct LedgerEntry {
+  std::string id;  // led_...
+  std::string workspace_id;
+  int64_t seq = 0;  // 1, 2, 3... per workspace
+  std::string action_id;
+  std::string decision_id;
+  std::string event;  // proposed | approved | rejected | expired | executed | delivered | failed | refused
+  TimePoint occurred_at;
+  nlohmann::json provenance;  // rule summary, confidence, contributing episodes, versions
+  nlohmann::json detail;      // event-specific: edited text, reason, error...
+  std::string prev_hash;
+  std::string hash;
+};
+
+struct TrustSetting {
+  std::string action_class;
+  std::string scope;  // default | tag:<tag> | entity:<entity id>
+  std::optional<int> level;
+  std::optional<int> ceiling;
+  TimePoint updated_at;
+};
+
+struct TrustStreak {
+  int64_t streak = 0;
+  std::vector<std::string> evidence;  // decision ids of the approvals in the streak
+};
+
+struct OutboxItem {
+  std::string action_id;
+  std::string workspace_id;
+  std::string recipient;
+  std::string body;
+  std::string status;  // pending | delivered | failed
+  int attempts = 0;
+  TimePoint next_attempt_at;
+  std::string last_error;
+  TimePoint created_at;
+};
+
 struct WorldCounts {
   int64_t entities = 0;
   int64_t episodes = 0;

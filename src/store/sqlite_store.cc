@@ -707,6 +707,325 @@ class SqliteTx final : public WriteTx {
                         s.OptText(4), s.Text(5), s.OptTime(6), s.Time(7)};
   }
 
+
+  static constexpr const char* kActionSelect =
+      "SELECT id, workspace_id, action_class, entity_id, recipient, status, level, urgent,"
+      " message, tone, context, draft, decision_id, due_at, created_at, updated_at FROM actions";
+  static Action ActionRow(const Stmt& s) {
+    Action a;
+    a.id = s.Text(0);
+    a.workspace_id = s.Text(1);
+    a.action_class = s.Text(2);
+    a.entity_id = s.Text(3);
+    a.recipient = s.Text(4);
+    a.status = s.Text(5);
+    a.level = static_cast<int>(s.Int(6));
+    a.urgent = s.Int(7) != 0;
+    a.message = s.Text(8);
+    a.tone = s.Text(9);
+    a.context = s.Text(10);
+    a.draft = s.Text(11);
+    a.decision_id = s.Text(12);
+    a.due_at = s.OptTime(13);
+    a.created_at = s.Time(14);
+    a.updated_at = s.Time(15);
+    return a;
+  }
+
+  static constexpr const char* kLedgerSelect =
+      "SELECT id, workspace_id, seq, action_id, decision_id, event, occurred_at, provenance,"
+      " detail, prev_hash, hash FROM ledger";
+  static LedgerEntry LedgerRow(const Stmt& s) {
+    LedgerEntry e;
+    e.id = s.Text(0);
+    e.workspace_id = s.Text(1);
+    e.seq = s.Int(2);
+    e.action_id = s.Text(3);
+    e.decision_id = s.Text(4);
+    e.event = s.Text(5);
+    e.occurred_at = s.Time(6);
+    // A tampered row may not even be JSON: keep what is there, verification will say so.
+    e.provenance = nlohmann::json::parse(s.Text(7), nullptr, false);
+    e.detail = nlohmann::json::parse(s.Text(8), nullptr, false);
+    e.prev_hash = s.Text(9);
+    e.hash = s.Text(10);
+    return e;
+  }
+
+  static constexpr const char* kOutboxSelect =
+      "SELECT action_id, workspace_id, recipient, body, status, attempts, next_attempt_at,"
+      " last_error, created_at FROM outbox";
+  static OutboxItem OutboxRow(const Stmt& s) {
+    OutboxItem o;
+    o.action_id = s.Text(0);
+    o.workspace_id = s.Text(1);
+    o.recipient = s.Text(2);
+    o.body = s.Text(3);
+    o.status = s.Text(4);
+    o.attempts = static_cast<int>(s.Int(5));
+    o.next_attempt_at = s.Time(6);
+    o.last_error = s.Text(7);
+    o.created_at = s.Time(8);
+    return o;
+  }
+
+ public:
+  Result<Action> GetAction(const std::string& ws, const std::string& id) override {
+    Stmt s = c_.Prepare(kActionSelect + std::string(" WHERE id = ? AND workspace_id = ?"));
+    s.Bind(1, id).Bind(2, ws);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no action " + id) : st;
+    return ActionRow(s);
+  }
+
+  Result<Action> FindActionByDecision(const std::string& ws, const std::string& decision_id) override {
+    Stmt s = c_.Prepare(kActionSelect + std::string(" WHERE workspace_id = ? AND decision_id = ?"));
+    s.Bind(1, ws).Bind(2, decision_id);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no action for decision " + decision_id) : st;
+    return ActionRow(s);
+  }
+
+  Result<std::vector<Action>> DueActions(TimePoint t, int limit) override {
+    Stmt s = c_.Prepare(kActionSelect +
+                        std::string(" WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"));
+    s.Bind(1, t).Bind(2, static_cast<int64_t>(limit));
+    std::vector<Action> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(ActionRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<std::vector<TrustSetting>> ListTrust(const std::string& ws) override {
+    Stmt s = c_.Prepare(
+        "SELECT action_class, scope, level, ceiling, updated_at FROM trust WHERE workspace_id = ?"
+        " ORDER BY action_class, scope");
+    s.Bind(1, ws);
+    std::vector<TrustSetting> out;
+    Status st;
+    while (s.Step(&st)) {
+      TrustSetting t;
+      t.action_class = s.Text(0);
+      t.scope = s.Text(1);
+      if (!s.IsNull(2)) t.level = static_cast<int>(s.Int(2));
+      if (!s.IsNull(3)) t.ceiling = static_cast<int>(s.Int(3));
+      t.updated_at = s.Time(4);
+      out.push_back(std::move(t));
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<TrustStreak> GetTrustStreak(const std::string& ws, const std::string& cls,
+                                     const std::string& entity_id) override {
+    Stmt s = c_.Prepare(
+        "SELECT streak, evidence FROM trust_streaks WHERE workspace_id = ? AND action_class = ?"
+        " AND entity_id = ?");
+    s.Bind(1, ws).Bind(2, cls).Bind(3, entity_id);
+    Status st;
+    TrustStreak out;
+    if (s.Step(&st)) {
+      out.streak = s.Int(0);
+      out.evidence = nlohmann::json::parse(s.Text(1)).get<std::vector<std::string>>();
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<std::pair<int64_t, std::string>> LedgerAnchor(const std::string& ws) override {
+    Stmt s = c_.Prepare("SELECT ledger_seq, ledger_head FROM workspaces WHERE id = ?");
+    s.Bind(1, ws);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
+    return std::make_pair(s.Int(0), s.Text(1));
+  }
+
+  Result<std::optional<LedgerEntry>> LastLedgerEntry(const std::string& ws) override {
+    Stmt s = c_.Prepare(kLedgerSelect +
+                        std::string(" WHERE workspace_id = ? ORDER BY seq DESC LIMIT 1"));
+    s.Bind(1, ws);
+    Status st;
+    if (!s.Step(&st)) {
+      CORTEX_RETURN_IF_ERROR(st);
+      return std::optional<LedgerEntry>();
+    }
+    return std::optional<LedgerEntry>(LedgerRow(s));
+  }
+
+  Result<std::vector<LedgerEntry>> ListLedger(const std::string& ws, int64_t after_seq,
+                                              int limit) override {
+    Stmt s = c_.Prepare(kLedgerSelect +
+                        std::string(" WHERE workspace_id = ? AND seq > ? ORDER BY seq LIMIT ?"));
+    s.Bind(1, ws).Bind(2, after_seq).Bind(3, static_cast<int64_t>(limit));
+    std::vector<LedgerEntry> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(LedgerRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<std::vector<LedgerEntry>> ListActionLedger(const std::string& ws,
+                                                    const std::string& action_id) override {
+    Stmt s = c_.Prepare(kLedgerSelect +
+                        std::string(" WHERE workspace_id = ? AND action_id = ? ORDER BY seq"));
+    s.Bind(1, ws).Bind(2, action_id);
+    std::vector<LedgerEntry> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(LedgerRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<std::vector<OutboxItem>> DueOutbox(TimePoint t, int limit) override {
+    Stmt s = c_.Prepare(kOutboxSelect +
+                        std::string(" WHERE status = 'pending' AND next_attempt_at <= ?"
+                                    " AND (lease_until IS NULL OR lease_until <= ?)"
+                                    " ORDER BY next_attempt_at LIMIT ?"));
+    s.Bind(1, t).Bind(2, t).Bind(3, static_cast<int64_t>(limit));
+    std::vector<OutboxItem> out;
+    Status st;
+    while (s.Step(&st)) out.push_back(OutboxRow(s));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) override {
+    Stmt s = c_.Prepare(
+        "SELECT action_id, recipient, body, delivered_at FROM delivered_messages"
+        " WHERE workspace_id = ? ORDER BY delivered_at, action_id");
+    s.Bind(1, ws);
+    std::vector<nlohmann::json> out;
+    Status st;
+    while (s.Step(&st)) {
+      out.push_back({{"action_id", s.Text(0)}, {"recipient", s.Text(1)}, {"body", s.Text(2)},
+                     {"delivered_at", FormatTime(s.Time(3))}});
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Status SetDecisionStatus(const std::string& ws, const std::string& id,
+                           const std::string& status) override {
+    Stmt s = c_.Prepare("UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?");
+    return s.Bind(1, status).Bind(2, id).Bind(3, ws).Run();
+  }
+
+  Status SetDecisionLedgerEntry(const std::string& ws, const std::string& id,
+                                const std::string& led) override {
+    Stmt s = c_.Prepare("UPDATE decisions SET ledger_entry_id = ? WHERE id = ? AND workspace_id = ?");
+    return s.Bind(1, led).Bind(2, id).Bind(3, ws).Run();
+  }
+
+  Status InsertAction(const Action& a) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO actions (id, workspace_id, action_class, entity_id, recipient, status, level,"
+        " urgent, message, tone, context, draft, decision_id, due_at, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    return s.Bind(1, a.id)
+        .Bind(2, a.workspace_id)
+        .Bind(3, a.action_class)
+        .Bind(4, a.entity_id)
+        .Bind(5, a.recipient)
+        .Bind(6, a.status)
+        .Bind(7, static_cast<int64_t>(a.level))
+        .Bind(8, static_cast<int64_t>(a.urgent ? 1 : 0))
+        .Bind(9, a.message)
+        .Bind(10, a.tone)
+        .Bind(11, a.context)
+        .Bind(12, a.draft)
+        .Bind(13, a.decision_id)
+        .Bind(14, a.due_at)
+        .Bind(15, a.created_at)
+        .Bind(16, a.updated_at)
+        .Run();
+  }
+
+  Status TransitionAction(const std::string& ws, const std::string& id, const std::string& from,
+                          const std::string& to, const std::optional<std::string>& draft,
+                          TimePoint at) override {
+    Stmt s = c_.Prepare(
+        "UPDATE actions SET status = ?, draft = coalesce(?, draft), due_at = NULL, updated_at = ?"
+        " WHERE id = ? AND workspace_id = ? AND status = ?");
+    CORTEX_RETURN_IF_ERROR(
+        s.Bind(1, to).Bind(2, draft).Bind(3, at).Bind(4, id).Bind(5, ws).Bind(6, from).Run());
+    if (Changes() == 1) return Status::Ok();
+    return Status::Conflict("action " + id + " is not " + from);
+  }
+
+  Status SetTrust(const std::string& ws, const TrustSetting& t) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO trust (workspace_id, action_class, scope, level, ceiling, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, scope) DO UPDATE"
+        " SET level = excluded.level, ceiling = excluded.ceiling, updated_at = excluded.updated_at");
+    std::optional<int64_t> level, ceiling;
+    if (t.level) level = *t.level;
+    if (t.ceiling) ceiling = *t.ceiling;
+    return s.Bind(1, ws).Bind(2, t.action_class).Bind(3, t.scope).Bind(4, level).Bind(5, ceiling)
+        .Bind(6, t.updated_at).Run();
+  }
+
+  Status SetTrustStreak(const std::string& ws, const std::string& cls,
+                        const std::string& entity_id, const TrustStreak& t) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO trust_streaks (workspace_id, action_class, entity_id, streak, evidence)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, entity_id) DO UPDATE"
+        " SET streak = excluded.streak, evidence = excluded.evidence");
+    return s.Bind(1, ws).Bind(2, cls).Bind(3, entity_id).Bind(4, t.streak)
+        .Bind(5, nlohmann::json(t.evidence).dump()).Run();
+  }
+
+  Status AppendLedger(const LedgerEntry& e) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO ledger (id, workspace_id, seq, action_id, decision_id, event, occurred_at,"
+        " provenance, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Status st = s.Bind(1, e.id).Bind(2, e.workspace_id).Bind(3, e.seq).Bind(4, e.action_id)
+        .Bind(5, e.decision_id).Bind(6, e.event).Bind(7, e.occurred_at)
+        .Bind(8, e.provenance.dump()).Bind(9, e.detail.dump()).Bind(10, e.prev_hash)
+        .Bind(11, e.hash).Run();
+    CORTEX_RETURN_IF_ERROR(st);
+    Stmt anchor = c_.Prepare("UPDATE workspaces SET ledger_seq = ?, ledger_head = ? WHERE id = ?");
+    return anchor.Bind(1, e.seq).Bind(2, e.hash).Bind(3, e.workspace_id).Run();
+  }
+
+  Status InsertOutbox(const OutboxItem& o) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO outbox (action_id, workspace_id, recipient, body, status, attempts,"
+        " next_attempt_at, lease_until, last_error, created_at, delivered_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, NULL)");
+    return s.Bind(1, o.action_id).Bind(2, o.workspace_id).Bind(3, o.recipient).Bind(4, o.body)
+        .Bind(5, o.status).Bind(6, static_cast<int64_t>(o.attempts)).Bind(7, o.next_attempt_at)
+        .Bind(8, o.last_error).Bind(9, o.created_at).Run();
+  }
+
+  Result<bool> LeaseOutbox(const std::string& action_id, TimePoint now,
+                           TimePoint lease_until) override {
+    Stmt s = c_.Prepare(
+        "UPDATE outbox SET lease_until = ? WHERE action_id = ? AND status = 'pending'"
+        " AND (lease_until IS NULL OR lease_until <= ?)");
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, lease_until).Bind(2, action_id).Bind(3, now).Run());
+    return Changes() == 1;
+  }
+
+  Status UpdateOutbox(const OutboxItem& o, std::optional<TimePoint> delivered_at) override {
+    Stmt s = c_.Prepare(
+        "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?,"
+        " lease_until = NULL, delivered_at = ? WHERE action_id = ?");
+    return s.Bind(1, o.status).Bind(2, static_cast<int64_t>(o.attempts)).Bind(3, o.next_attempt_at)
+        .Bind(4, o.last_error).Bind(5, delivered_at).Bind(6, o.action_id).Run();
+  }
+
+  Result<bool> RecordDeliveredMessage(const OutboxItem& o, TimePoint at) override {
+    Stmt s = c_.Prepare(
+        "INSERT OR IGNORE INTO delivered_messages (action_id, workspace_id, recipient, body,"
+        " delivered_at) VALUES (?, ?, ?, ?, ?)");
+    CORTEX_RETURN_IF_ERROR(
+        s.Bind(1, o.action_id).Bind(2, o.workspace_id).Bind(3, o.recipient).Bind(4, o.body)
+            .Bind(5, at).Run());
+    return Changes() == 1;
+  }
+
+ private:
   int64_t Changes() {
     Stmt s = c_.Prepare("SELECT changes()");
     Status st;

@@ -79,6 +79,31 @@ class ReadTx {
       const std::string& ws, const std::optional<std::string>& triage_class,
       std::optional<TimePoint> after, std::optional<TimePoint> until, int limit,
       bool newest_first) = 0;
+
+  virtual Result<Action> GetAction(const std::string& ws, const std::string& action_id) = 0;
+  virtual Result<Action> FindActionByDecision(const std::string& ws,
+                                              const std::string& decision_id) = 0;
+  // Pending actions of every workspace whose due time is at or before `t`, soonest first.
+  virtual Result<std::vector<Action>> DueActions(TimePoint t, int limit) = 0;
+
+  virtual Result<std::vector<TrustSetting>> ListTrust(const std::string& ws) = 0;
+  virtual Result<TrustStreak> GetTrustStreak(const std::string& ws, const std::string& cls,
+                                             const std::string& entity_id) = 0;
+
+  // The chain's anchor kept on the workspace row: the last seq and hash appended.
+  virtual Result<std::pair<int64_t, std::string>> LedgerAnchor(const std::string& ws) = 0;
+  // The last ledger entry of `ws`, if any.
+  virtual Result<std::optional<LedgerEntry>> LastLedgerEntry(const std::string& ws) = 0;
+  // Ledger entries of `ws` with seq > after_seq, in seq order, at most `limit`.
+  virtual Result<std::vector<LedgerEntry>> ListLedger(const std::string& ws, int64_t after_seq,
+                                                      int limit) = 0;
+  virtual Result<std::vector<LedgerEntry>> ListActionLedger(const std::string& ws,
+                                                            const std::string& action_id) = 0;
+
+  // Outbox rows of every workspace ready for a delivery attempt at `t`, oldest first.
+  virtual Result<std::vector<OutboxItem>> DueOutbox(TimePoint t, int limit) = 0;
+  // Messages the built-in `outbox` connector delivered, oldest first.
+  virtual Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) = 0;
 };
 
 // Reads and writes inside one write transaction.
@@ -113,6 +138,35 @@ class WriteTx : public ReadTx {
 
   virtual Status InsertDecision(const Decision& d) = 0;
   virtual Status InsertNotification(const Notification& n) = 0;
+  virtual Status SetDecisionStatus(const std::string& ws, const std::string& decision_id,
+                                   const std::string& status) = 0;
+  virtual Status SetDecisionLedgerEntry(const std::string& ws, const std::string& decision_id,
+                                        const std::string& ledger_entry_id) = 0;
+
+  virtual Status InsertAction(const Action& a) = 0;
+  // Moves action `id` from status `from` to `to` (clearing its due time, and replacing its
+  // draft if `draft` is given). Conflict if it is not in status `from`: this is what makes
+  // concurrent approvals execute once.
+  virtual Status TransitionAction(const std::string& ws, const std::string& id,
+                                  const std::string& from, const std::string& to,
+                                  const std::optional<std::string>& draft, TimePoint at) = 0;
+
+  virtual Status SetTrust(const std::string& ws, const TrustSetting& t) = 0;
+  virtual Status SetTrustStreak(const std::string& ws, const std::string& cls,
+                                const std::string& entity_id, const TrustStreak& s) = 0;
+
+  // Inserts the entry and moves the workspace's anchor to it.
+  // REQUIRES: e.seq, e.prev_hash and e.hash computed by the ledger engine.
+  virtual Status AppendLedger(const LedgerEntry& e) = 0;
+
+  virtual Status InsertOutbox(const OutboxItem& item) = 0;
+  // Takes a lease on a pending outbox row until `lease_until`, unless another process holds
+  // one past `now`. Returns false if the row is leased elsewhere or no longer pending.
+  virtual Result<bool> LeaseOutbox(const std::string& action_id, TimePoint now,
+                                   TimePoint lease_until) = 0;
+  virtual Status UpdateOutbox(const OutboxItem& item, std::optional<TimePoint> delivered_at) = 0;
+  // Records a delivered message once per action (idempotent: false if already recorded).
+  virtual Result<bool> RecordDeliveredMessage(const OutboxItem& item, TimePoint at) = 0;
 };
 
 class Store {

@@ -1,6 +1,7 @@
 // The product's tools. Each lives in its own file, named after the tool.
 #pragma once
 
+#include "engines/config.h"
 #include "tools/registry.h"
 
 namespace cortex {
@@ -11,11 +12,16 @@ ToolDef WhyThisNotificationTool();  // meta.why_this_notification
 ToolDef DecisionInspectTool();      // decision.inspect
 ToolDef DecisionListTool();         // decision.list
 ToolDef NotificationListTool();     // notification.list
+ToolDef ActionCommunicateTool(const EngineConfig& config);  // action.communicate
+ToolDef ActionApproveTool(const EngineConfig& config);      // action.approve
+ToolDef ActionRejectTool(const EngineConfig& config);       // action.reject
+ToolDef WhyThisActionTool();                                // meta.why_this_action
 
 // decision.inspect's body for `d` (seed 003's shape).
 nlohmann::json DecisionInspectBody(const Decision& d);
 
-// Registers every Cortex tool, in the order tools/list shows them.
-Status RegisterCortexTools(ToolRegistry& registry);
+// Registers every Cortex tool, in the order tools/list shows them. The action tools keep a
+// reference to `config`, which must outlive the registry.
+Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config);
 
 }  // namespace cortex

@@ -19,7 +19,7 @@ using nlohmann::json;
 class ReadToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    ASSERT_TRUE(RegisterCortexTools(registry_, config_).ok());
     registry_.set_check_output(true);
     ws_ = *EnsureWorkspace(*store_, clock_, "demo");
     ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, DemoWorldJsonl()).ok());
@@ -56,6 +56,7 @@ class ReadToolsTest : public ::testing::Test {
 
   testing::TempStore store_;
   FixedClock clock_{*ParseTime("2026-11-30T09:00:00Z")};
+  EngineConfig config_;
   ToolRegistry registry_;
   Workspace ws_;
   AuthContext auth_;

@@ -18,6 +18,13 @@ ToolReply ToolReply::Error(std::string code, std::string message) {
   return r;
 }
 
+ToolReply ToolReply::ErrorBody(json body) {
+  ToolReply r;
+  r.body_ = std::move(body);
+  r.is_error_ = true;
+  return r;
+}
+
 ToolReply ToolReply::FromStatus(const Status& status) {
   switch (status.code()) {
     case Code::kInvalidArgument:

@@ -18,6 +18,9 @@ class ToolReply {
   static ToolReply Ok(nlohmann::json body);
   // `code` is a tool error code from the seeds' catalogue, e.g. "not_found".
   static ToolReply Error(std::string code, std::string message);
+  // A tool error whose body carries more than code and message (e.g. a decision_id).
+  // REQUIRES: body has "status": "error", "error" and "message".
+  static ToolReply ErrorBody(nlohmann::json body);
   // Maps a core Status to the matching tool error code.
   static ToolReply FromStatus(const Status& status);
   // A CallToolResult given verbatim (for tools whose content is not a JSON body, such as

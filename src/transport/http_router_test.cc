@@ -16,7 +16,7 @@ using nlohmann::json;
 class HttpRouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(RegisterCortexTools(registry_).ok());
+    ASSERT_TRUE(RegisterCortexTools(registry_, config_).ok());
     mcp_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
     router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, RouterOptions{},
                                            AuthContext{});
@@ -51,6 +51,7 @@ class HttpRouterTest : public ::testing::Test {
 
   testing::TempStore store_;
   FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  EngineConfig config_;
   ToolRegistry registry_;
   Metrics metrics_;
   std::unique_ptr<McpServer> mcp_;

@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "core/log.h"
+#include "engines/config.h"
 
 namespace {
 
@@ -41,7 +42,7 @@ ToolDef Fixture(std::string name, std::string description, json content, bool is
               [result](ToolContext&, const json&) { return ToolReply::Raw(result); });
 }
 
-Status RegisterFixtures(cortex::ToolRegistry& r) {
+Status RegisterFixtures(cortex::ToolRegistry& r, const cortex::EngineConfig&) {
   json png = {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}};
   CORTEX_RETURN_IF_ERROR(r.Add(Fixture(
       "test_simple_text", "Returns simple text content",

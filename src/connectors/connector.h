@@ -1,0 +1,46 @@
+// Connectors deliver executed actions to the world. Delivery is at-least-once; the action
+// id is the idempotency key, so a connector (or its receiver) makes it effectively once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "store/store.h"
+
+namespace cortex {
+
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  virtual const char* name() const = 0;
+  // Delivers one message. OK means the receiver has it; any error is retried later.
+  virtual Status Deliver(const OutboxItem& item) = 0;
+};
+
+struct DeliveryConfig {
+  std::string connector = "outbox";  // outbox | webhook
+  std::string jsonl_path;            // outbox: also append each delivery here, if set
+  std::string webhook_url;           // webhook: where to POST
+  std::string webhook_secret;        // webhook: HMAC-SHA256 key for X-Cortex-Signature
+  int max_attempts = 8;              // then the action is marked failed
+  int timeout_seconds = 10;          // per webhook attempt
+};
+
+// The embedded default: delivered messages are kept in the store (and appended to a JSONL
+// file if configured).
+std::unique_ptr<Connector> MakeOutboxConnector(Store& store, const Clock& clock,
+                                               const DeliveryConfig& config);
+
+// HTTP POST of a JSON body signed with HMAC-SHA256 (header X-Cortex-Signature:
+// sha256=<hex>) and carrying Idempotency-Key: <action id>. 2xx is delivered.
+std::unique_ptr<Connector> MakeWebhookConnector(const DeliveryConfig& config);
+
+// The connector `config` names. InvalidArgument for an unknown one or missing settings.
+Result<std::unique_ptr<Connector>> MakeConnector(Store& store, const Clock& clock,
+                                                 const DeliveryConfig& config);
+
+// The JSON body a connector sends for `item`.
+std::string DeliveryBody(const OutboxItem& item);
+
+}  // namespace cortex

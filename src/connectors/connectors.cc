@@ -1,0 +1,136 @@
+#include <curl/curl.h>
+#include <openssl/hmac.h>
+
+#include <fstream>
+#include <mutex>
+
+#include "connectors/connector.h"
+#include "core/json_text.h"
+#include "core/time.h"
+
+namespace cortex {
+
+std::string DeliveryBody(const OutboxItem& item) {
+  return DumpJson({{"action_id", item.action_id},
+                   {"workspace_id", item.workspace_id},
+                   {"to", item.recipient},
+                   {"body", item.body},
+                   {"queued_at", FormatTime(item.created_at)}});
+}
+
+namespace {
+
+class OutboxConnector final : public Connector {
+ public:
+  OutboxConnector(Store& store, const Clock& clock, std::string jsonl)
+      : store_(store), clock_(clock), jsonl_(std::move(jsonl)) {}
+  const char* name() const override { return "outbox"; }
+
+  Status Deliver(const OutboxItem& item) override {
+    bool first = false;
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) {
+      auto added = tx.RecordDeliveredMessage(item, clock_.Now());
+      if (!added.ok()) return added.status();
+      first = *added;
+      return Status::Ok();
+    }));
+    if (first && !jsonl_.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::ofstream out(jsonl_, std::ios::app);
+      out << DeliveryBody(item) << "\n";
+      out.flush();
+      if (!out) return Status::Unavailable("cannot append to " + jsonl_);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Store& store_;
+  const Clock& clock_;
+  std::string jsonl_;
+  std::mutex mu_;
+};
+
+std::string HmacSha256Hex(const std::string& key, const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), md, &len);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+class WebhookConnector final : public Connector {
+ public:
+  explicit WebhookConnector(DeliveryConfig config) : config_(std::move(config)) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  }
+  const char* name() const override { return "webhook"; }
+
+  Status Deliver(const OutboxItem& item) override {
+    std::string body = DeliveryBody(item);
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");
+    curl_slist* headers = nullptr;
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, ("Idempotency-Key: " + item.action_id).c_str());
+    headers = curl_slist_append(
+        headers, ("X-Cortex-Signature: sha256=" + HmacSha256Hex(config_.webhook_secret, body))
+                     .c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, config_.webhook_url.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(config_.timeout_seconds));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Discard);
+    CURLcode rc = curl_easy_perform(curl);
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(headers);
+    curl_easy_cleanup(curl);
+    if (rc != CURLE_OK) return Status::Unavailable(std::string("webhook: ") + curl_easy_strerror(rc));
+    if (code < 200 || code > 299) {
+      return Status::Unavailable("webhook answered HTTP " + std::to_string(code));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  DeliveryConfig config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Connector> MakeOutboxConnector(Store& store, const Clock& clock,
+                                               const DeliveryConfig& config) {
+  return std::make_unique<OutboxConnector>(store, clock, config.jsonl_path);
+}
+
+std::unique_ptr<Connector> MakeWebhookConnector(const DeliveryConfig& config) {
+  return std::make_unique<WebhookConnector>(config);
+}
+
+Result<std::unique_ptr<Connector>> MakeConnector(Store& store, const Clock& clock,
+                                                 const DeliveryConfig& config) {
+  if (config.connector == "outbox") return MakeOutboxConnector(store, clock, config);
+  if (config.connector == "webhook") {
+    if (config.webhook_url.empty() || config.webhook_secret.empty()) {
+      return Status::InvalidArgument("the webhook connector needs delivery.webhook_url and "
+                                     "delivery.webhook_secret");
+    }
+    return MakeWebhookConnector(config);
+  }
+  return Status::InvalidArgument("unknown connector '" + config.connector +
+                                 "' (outbox, webhook)");
+}
+
+}  // namespace cortex

@@ -1,0 +1,92 @@
+#include "engines/config.h"
+
+#include <toml++/toml.h>
+
+#include <set>
+
+namespace cortex {
+namespace {
+
+Status Unknown(const toml::table& table, const std::string& where,
+               const std::set<std::string>& known) {
+  for (const auto& [key, value] : table) {
+    if (!known.count(std::string(key.str()))) {
+      return Status::InvalidArgument("config: unknown key '" + where + std::string(key.str()) +
+                                     "'");
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Get(const toml::table& t, const char* section, const char* key, T* out, T min, T max) {
+  const toml::node* node = t[section][key].node();
+  if (node == nullptr) return Status::Ok();
+  std::optional<T> v = node->value<T>();
+  if (!v || *v < min || *v > max) {
+    return Status::InvalidArgument(std::string("config: ") + section + "." + key +
+                                   " must be between " + std::to_string(min) + " and " +
+                                   std::to_string(max));
+  }
+  *out = *v;
+  return Status::Ok();
+}
+
+Status GetString(const toml::table& t, const char* section, const char* key, std::string* out) {
+  const toml::node* node = t[section][key].node();
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value<std::string>();
+  if (!v) return Status::InvalidArgument(std::string("config: ") + section + "." + key + " must be a string");
+  *out = *v;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<EngineConfig> LoadConfig(const std::string& path) {
+  EngineConfig config;
+  if (path.empty()) return config;
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument("config " + path + " line " +
+                                   std::to_string(e.source().begin.line) + ": " +
+                                   std::string(e.description()));
+  }
+  CORTEX_RETURN_IF_ERROR(Unknown(t, "", {"actions", "trust", "delivery"}));
+  if (auto* a = t["actions"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "actions.", {"draft_expiry_minutes", "undo_window_seconds"}));
+  }
+  if (auto* a = t["trust"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));
+  }
+  if (auto* a = t["delivery"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.", {"connector", "jsonl_path", "webhook_url",
+                                                     "webhook_secret", "max_attempts",
+                                                     "timeout_seconds"}));
+  }
+  int64_t expiry = config.actions.draft_expiry.count() / 60;
+  int64_t undo = config.actions.undo_window.count();
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "draft_expiry_minutes", &expiry, 1, 525600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "undo_window_seconds", &undo, 1, 86400));
+  config.actions.draft_expiry = std::chrono::minutes(expiry);
+  config.actions.undo_window = std::chrono::seconds(undo);
+  int64_t level = config.actions.trust.default_level, raise = config.actions.trust.approvals_to_raise;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "default_level", &level, 0, 3));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "approvals_to_raise", &raise, 1, 1000));
+  config.actions.trust.default_level = static_cast<int>(level);
+  config.actions.trust.approvals_to_raise = static_cast<int>(raise);
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "connector", &config.delivery.connector));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "jsonl_path", &config.delivery.jsonl_path));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_url", &config.delivery.webhook_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_secret", &config.delivery.webhook_secret));
+  int64_t attempts = config.delivery.max_attempts, timeout = config.delivery.timeout_seconds;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
+  config.delivery.max_attempts = static_cast<int>(attempts);
+  config.delivery.timeout_seconds = static_cast<int>(timeout);
+  return config;
+}
+
+}  // namespace cortex

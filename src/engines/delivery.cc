@@ -1,0 +1,92 @@
+#include "engines/delivery.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "engines/ledger.h"
+
+namespace cortex {
+
+namespace {
+
+constexpr int kBatch = 50;
+constexpr std::chrono::seconds kLease{60};
+
+}  // namespace
+
+std::chrono::milliseconds RetryBackoff(int failed_attempts) {
+  int64_t ms = 1000LL << std::min(failed_attempts - 1, 20);
+  return std::chrono::milliseconds(std::min<int64_t>(ms, 300'000));
+}
+
+Dispatcher::Dispatcher(Store& store, const Clock& clock, Connector& connector,
+                       const DeliveryConfig& config)
+    : store_(store), clock_(clock), connector_(connector), config_(config) {}
+
+Result<int> Dispatcher::RunOnce(TimePoint now) {
+  std::vector<OutboxItem> due;
+  CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) {
+    auto list = tx.DueOutbox(now, kBatch);
+    if (!list.ok()) return list.status();
+    due = std::move(*list);
+    return Status::Ok();
+  }));
+  int delivered = 0;
+  for (OutboxItem& item : due) {
+    bool leased = false;
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) {
+      auto l = tx.LeaseOutbox(item.action_id, now, now + kLease);
+      if (!l.ok()) return l.status();
+      leased = *l;
+      return Status::Ok();
+    }));
+    if (!leased) continue;  // another process has it
+
+    Status sent = connector_.Deliver(item);  // outside any transaction
+    TimePoint at = clock_.Now();
+    ++item.attempts;
+    Status recorded = store_.Write([&](WriteTx& tx) -> Status {
+      auto action = tx.GetAction(item.workspace_id, item.action_id);
+      if (!action.ok()) return action.status();
+      auto entries = tx.ListActionLedger(item.workspace_id, item.action_id);
+      if (!entries.ok()) return entries.status();
+      nlohmann::json provenance = entries->empty() ? nlohmann::json::object()
+                                                   : entries->front().provenance;
+      std::string event;
+      nlohmann::json detail = {{"connector", connector_.name()}, {"attempts", item.attempts}};
+      if (sent.ok()) {
+        item.status = "delivered";
+        event = "delivered";
+      } else {
+        item.last_error = sent.message();
+        if (item.attempts >= config_.max_attempts) {
+          item.status = "failed";
+          event = "failed";
+          detail["error"] = item.last_error;
+        } else {
+          item.next_attempt_at = at + RetryBackoff(item.attempts);
+        }
+      }
+      CORTEX_RETURN_IF_ERROR(
+          tx.UpdateOutbox(item, sent.ok() ? std::optional<TimePoint>(at) : std::nullopt));
+      if (event.empty()) return Status::Ok();  // will retry
+      CORTEX_RETURN_IF_ERROR(tx.TransitionAction(item.workspace_id, item.action_id, "executed",
+                                                 event, std::nullopt, at));
+      auto led = AppendLedgerEntry(tx, clock_, item.workspace_id, item.action_id,
+                                   action->decision_id, event, provenance, detail);
+      if (!led.ok()) return led.status();
+      return tx.SetDecisionStatus(item.workspace_id, action->decision_id, event);
+    });
+    if (!recorded.ok()) return recorded;
+    if (sent.ok()) {
+      ++delivered;
+    } else {
+      spdlog::warn("delivery of {} failed (attempt {}): {}", item.action_id, item.attempts,
+                   sent.message());
+    }
+  }
+  return delivered;
+}
+
+}  // namespace cortex

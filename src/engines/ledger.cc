@@ -1,0 +1,102 @@
+#include "engines/ledger.h"
+
+#include "core/crypto.h"
+#include "core/ids.h"
+#include "core/time.h"
+
+namespace cortex {
+
+namespace {
+
+constexpr char kGenesis[] = "0000000000000000000000000000000000000000000000000000000000000000";
+constexpr int kVerifyPage = 1000;
+
+}  // namespace
+
+std::string LedgerHash(const LedgerEntry& e) {
+  // nlohmann::json objects keep keys sorted, so dump() is canonical.
+  nlohmann::json canonical = {{"id", e.id},
+                              {"workspace_id", e.workspace_id},
+                              {"seq", e.seq},
+                              {"action_id", e.action_id},
+                              {"decision_id", e.decision_id},
+                              {"event", e.event},
+                              {"occurred_at", ToUnixMillis(e.occurred_at)},
+                              {"provenance", e.provenance},
+                              {"detail", e.detail}};
+  return Sha256Hex(e.prev_hash + "\n" +
+                   canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
+                                      const std::string& action_id,
+                                      const std::string& decision_id, const std::string& event,
+                                      const nlohmann::json& provenance,
+                                      const nlohmann::json& detail) {
+  auto last = tx.LastLedgerEntry(ws);
+  if (!last.ok()) return last.status();
+  LedgerEntry e;
+  e.id = NewId("led_", clock);
+  e.workspace_id = ws;
+  e.seq = *last ? (*last)->seq + 1 : 1;
+  e.action_id = action_id;
+  e.decision_id = decision_id;
+  e.event = event;
+  e.occurred_at = clock.Now();
+  e.provenance = provenance;
+  e.detail = detail;
+  e.prev_hash = *last ? (*last)->hash : kGenesis;
+  e.hash = LedgerHash(e);
+  CORTEX_RETURN_IF_ERROR(tx.AppendLedger(e));
+  return e.id;
+}
+
+Result<LedgerCheck> VerifyLedger(Store& store, const std::string& ws) {
+  LedgerCheck check;
+  std::string prev = kGenesis;
+  int64_t expected_seq = 1;
+  Status st = store.Read([&](ReadTx& tx) -> Status {
+    int64_t after = 0;
+    while (check.ok) {
+      auto page = tx.ListLedger(ws, after, kVerifyPage);
+      if (!page.ok()) return page.status();
+      if (page->empty()) break;
+      for (const LedgerEntry& e : *page) {
+        auto fail = [&](const std::string& why) {
+          check.ok = false;
+          check.problem = "entry seq " + std::to_string(e.seq) + " (" + e.id + "): " + why;
+        };
+        if (e.seq != expected_seq) {
+          fail("expected seq " + std::to_string(expected_seq) +
+               ": an entry before it was deleted or the chain reordered");
+        } else if (e.prev_hash != prev) {
+          fail("its prev_hash does not match the entry before it: an entry was deleted, "
+               "inserted or reordered");
+        } else if (!e.provenance.is_object() || !e.detail.is_object() ||
+                   LedgerHash(e) != e.hash) {
+          fail("its contents do not match its hash: the entry was edited");
+        }
+        if (!check.ok) break;
+        ++check.entries;
+        prev = e.hash;
+        ++expected_seq;
+        after = e.seq;
+      }
+    }
+    if (!check.ok) return Status::Ok();
+    // The anchor catches what the chain alone cannot: entries cut off its end.
+    auto anchor = tx.LedgerAnchor(ws);
+    if (!anchor.ok()) return anchor.status();
+    if (anchor->first != check.entries || (check.entries > 0 && anchor->second != prev)) {
+      check.ok = false;
+      check.problem = "the chain ends at seq " + std::to_string(check.entries) +
+                      " but the workspace's anchor records seq " +
+                      std::to_string(anchor->first) + ": entries were deleted from its end";
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return check;
+}
+
+}  // namespace cortex

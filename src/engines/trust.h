@@ -1,0 +1,51 @@
+// Trust: the autonomy level (0 off, 1 draft, 2 supervised, 3 autonomous) for an action class
+// and a counterparty. Set by people (`cortex trust set`) and earned: approvals without
+// edits raise it, rejections lower it. Every move is a `trust_transition` decision.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/store.h"
+
+namespace cortex {
+
+struct TrustConfig {
+  int default_level = 1;       // every class and counterparty starts here
+  int approvals_to_raise = 3;  // consecutive approvals without edits that raise the level
+};
+
+const char* LevelName(int level);  // off, draft, supervised, autonomous
+
+struct EffectiveTrust {
+  int level = 1;
+  std::string source;  // "entity", "tag:<tag>", "default" or "built-in default"
+  std::optional<int> ceiling;  // the lowest ceiling among the counterparty's tags
+};
+
+// The level for (class x counterparty): the counterparty's own setting, else the lowest of
+// its tags' settings, else the class default; never above its tags' ceiling.
+Result<EffectiveTrust> LookupTrust(ReadTx& tx, const std::string& ws, const std::string& cls,
+                                   const Entity& who, const TrustConfig& config);
+
+// Records an approval. Without edits it extends the streak, and a full streak raises the
+// level by one (up to the ceiling): the returned trust_transition decision, if any.
+Result<std::optional<Decision>> RecordApproval(WriteTx& tx, const Clock& clock,
+                                               const std::string& ws, const std::string& cls,
+                                               const Entity& who, const std::string& decision_id,
+                                               bool edited, const TrustConfig& config);
+
+// Records a rejection: the streak resets and the level drops by one (not below 0).
+Result<std::optional<Decision>> RecordRejection(WriteTx& tx, const Clock& clock,
+                                                const std::string& ws, const std::string& cls,
+                                                const Entity& who,
+                                                const std::string& decision_id,
+                                                const TrustConfig& config);
+
+// Validates a scope given on the command line: "default", "tag:<tag>" or an entity
+// reference (id, email, @handle), returned as the stored scope string.
+Result<std::string> ResolveTrustScope(ReadTx& tx, const std::string& ws, const std::string& raw);
+
+}  // namespace cortex

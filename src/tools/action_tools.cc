@@ -1,0 +1,39 @@
+#include "tools/action_tools.h"
+
+namespace cortex {
+
+using nlohmann::json;
+
+json ActionResultSchema() {
+  return {{"type", "object"},
+          {"required", {"status"}},
+          {"properties",
+           {{"status", {{"enum", {"success", "pending_approval", "error"}}}},
+            {"decision_id", {{"type", "string"}}},
+            {"action_id", {{"type", "string"}}},
+            {"message", {{"type", "string"}}},
+            {"error", {{"type", "string"}}}}}};
+}
+
+ToolReply ActionReply(const Result<ActionResult>& result) {
+  if (!result.ok()) {
+    const Status& st = result.status();
+    if (st.code() == Code::kConflict) return ToolReply::Error("not_pending", st.message());
+    if (st.code() == Code::kUnavailable || st.code() == Code::kInternal) {
+      return ToolReply::Error("action_engine_error",
+                              "the action engine could not record this (" + st.message() +
+                                  "); nothing was sent, retry");
+    }
+    return ToolReply::FromStatus(st);
+  }
+  const ActionResult& r = *result;
+  json body = {{"status", r.status}, {"decision_id", r.decision_id}, {"action_id", r.action_id},
+               {"message", r.message}};
+  if (r.status == "error") {
+    body["error"] = r.error;
+    return ToolReply::ErrorBody(std::move(body));
+  }
+  return ToolReply::Ok(std::move(body));
+}
+
+}  // namespace cortex
