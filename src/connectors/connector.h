@@ -19,10 +19,14 @@ class Connector {
 };
 
 struct DeliveryConfig {
-  std::string connector = "outbox";  // outbox | webhook
+  std::string connector = "outbox";  // outbox | webhook | smtp
   std::string jsonl_path;            // outbox: also append each delivery here, if set
   std::string webhook_url;           // webhook: where to POST
   std::string webhook_secret;        // webhook: HMAC-SHA256 key for X-Cortex-Signature
+  std::string smtp_url;              // smtp: e.g. smtp://127.0.0.1:2525 or smtps://host:465
+  std::string smtp_from;             // smtp: the envelope and From: address
+  std::string smtp_user;             // smtp: optional login
+  std::string smtp_password;
   int max_attempts = 8;              // then the action is marked failed
   int timeout_seconds = 10;          // per webhook attempt
 };
@@ -35,6 +39,10 @@ std::unique_ptr<Connector> MakeOutboxConnector(Store& store, const Clock& clock,
 // HTTP POST of a JSON body signed with HMAC-SHA256 (header X-Cortex-Signature:
 // sha256=<hex>) and carrying Idempotency-Key: <action id>. 2xx is delivered.
 std::unique_ptr<Connector> MakeWebhookConnector(const DeliveryConfig& config);
+
+// Real email through an SMTP server (libcurl). The Message-ID carries the action id, so a
+// receiver can drop a retried duplicate.
+std::unique_ptr<Connector> MakeSmtpConnector(const DeliveryConfig& config);
 
 // The connector `config` names. InvalidArgument for an unknown one or missing settings.
 Result<std::unique_ptr<Connector>> MakeConnector(Store& store, const Clock& clock,

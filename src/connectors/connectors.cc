@@ -1,6 +1,8 @@
 #include <curl/curl.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 
@@ -108,7 +110,77 @@ class WebhookConnector final : public Connector {
   DeliveryConfig config_;
 };
 
+struct Upload {
+  std::string data;
+  size_t pos = 0;
+};
+
+size_t ReadUpload(char* buffer, size_t size, size_t n, void* userp) {
+  auto* up = static_cast<Upload*>(userp);
+  size_t len = std::min(size * n, up->data.size() - up->pos);
+  std::memcpy(buffer, up->data.data() + up->pos, len);
+  up->pos += len;
+  return len;
+}
+
+class SmtpConnector final : public Connector {
+ public:
+  explicit SmtpConnector(DeliveryConfig config) : config_(std::move(config)) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  }
+  const char* name() const override { return "smtp"; }
+
+  Status Deliver(const OutboxItem& item) override {
+    if (item.recipient.find('@') == std::string::npos || item.recipient[0] == '@') {
+      return Status::InvalidArgument("smtp: " + item.recipient + " is not an email address");
+    }
+    // Subject: the first line of the message, shortened.
+    std::string subject = item.body.substr(0, item.body.find('\n'));
+    if (subject.size() > 78) subject = Utf8Prefix(subject, 75) + "...";
+    std::string body = item.body;
+    // SMTP lines end in CRLF; a line holding only "." would end the message early.
+    std::string crlf;
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] == '\n' && (i == 0 || body[i - 1] != '\r')) crlf += '\r';
+      crlf += body[i];
+    }
+    Upload up;
+    up.data = "From: " + config_.smtp_from + "\r\nTo: " + item.recipient +
+              "\r\nSubject: " + subject + "\r\nMessage-ID: <" + item.action_id +
+              "@cortex>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
+              "\r\n" + crlf + "\r\n";
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");
+    curl_slist* rcpt = curl_slist_append(nullptr, ("<" + item.recipient + ">").c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, config_.smtp_url.c_str());
+    curl_easy_setopt(curl, CURLOPT_MAIL_FROM, ("<" + config_.smtp_from + ">").c_str());
+    curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, rcpt);
+    if (!config_.smtp_user.empty()) {
+      curl_easy_setopt(curl, CURLOPT_USERNAME, config_.smtp_user.c_str());
+      curl_easy_setopt(curl, CURLOPT_PASSWORD, config_.smtp_password.c_str());
+    }
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, ReadUpload);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &up);
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(config_.timeout_seconds));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    CURLcode rc = curl_easy_perform(curl);
+    curl_slist_free_all(rcpt);
+    curl_easy_cleanup(curl);
+    if (rc != CURLE_OK) return Status::Unavailable(std::string("smtp: ") + curl_easy_strerror(rc));
+    return Status::Ok();
+  }
+
+ private:
+  DeliveryConfig config_;
+};
+
 }  // namespace
+
+std::unique_ptr<Connector> MakeSmtpConnector(const DeliveryConfig& config) {
+  return std::make_unique<SmtpConnector>(config);
+}
 
 std::unique_ptr<Connector> MakeOutboxConnector(Store& store, const Clock& clock,
                                                const DeliveryConfig& config) {
@@ -129,8 +201,15 @@ Result<std::unique_ptr<Connector>> MakeConnector(Store& store, const Clock& cloc
     }
     return MakeWebhookConnector(config);
   }
+  if (config.connector == "smtp") {
+    if (config.smtp_url.empty() || config.smtp_from.empty()) {
+      return Status::InvalidArgument("the smtp connector needs delivery.smtp_url and "
+                                     "delivery.smtp_from");
+    }
+    return MakeSmtpConnector(config);
+  }
   return Status::InvalidArgument("unknown connector '" + config.connector +
-                                 "' (outbox, webhook)");
+                                 "' (outbox, webhook, smtp)");
 }
 
 }  // namespace cortex

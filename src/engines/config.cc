@@ -7,6 +7,14 @@
 namespace cortex {
 namespace {
 
+std::string Key(const char* section, const char* key) {
+  std::string out = "config: ";
+  out += section;
+  out += '.';
+  out += key;
+  return out;
+}
+
 Status Unknown(const toml::table& table, const std::string& where,
                const std::set<std::string>& known) {
   for (const auto& [key, value] : table) {
@@ -24,9 +32,9 @@ Status Get(const toml::table& t, const char* section, const char* key, T* out, T
   if (node == nullptr) return Status::Ok();
   std::optional<T> v = node->value<T>();
   if (!v || *v < min || *v > max) {
-    return Status::InvalidArgument(std::string("config: ") + section + "." + key +
-                                   " must be between " + std::to_string(min) + " and " +
-                                   std::to_string(max));
+    std::string msg = Key(section, key);
+    msg += " must be between " + std::to_string(min) + " and " + std::to_string(max);
+    return Status::InvalidArgument(msg);
   }
   *out = *v;
   return Status::Ok();
@@ -36,7 +44,11 @@ Status GetString(const toml::table& t, const char* section, const char* key, std
   const toml::node* node = t[section][key].node();
   if (node == nullptr) return Status::Ok();
   auto v = node->value<std::string>();
-  if (!v) return Status::InvalidArgument(std::string("config: ") + section + "." + key + " must be a string");
+  if (!v) {
+    std::string msg = Key(section, key);
+    msg += " must be a string";
+    return Status::InvalidArgument(msg);
+  }
   *out = *v;
   return Status::Ok();
 }
@@ -64,7 +76,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   if (auto* a = t["delivery"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.", {"connector", "jsonl_path", "webhook_url",
                                                      "webhook_secret", "max_attempts",
-                                                     "timeout_seconds"}));
+                                                     "timeout_seconds", "smtp_url", "smtp_from",
+                                                     "smtp_user", "smtp_password"}));
   }
   int64_t expiry = config.actions.draft_expiry.count() / 60;
   int64_t undo = config.actions.undo_window.count();
@@ -81,6 +94,10 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "jsonl_path", &config.delivery.jsonl_path));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_url", &config.delivery.webhook_url));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_secret", &config.delivery.webhook_secret));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_url", &config.delivery.smtp_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_from", &config.delivery.smtp_from));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &config.delivery.smtp_user));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password", &config.delivery.smtp_password));
   int64_t attempts = config.delivery.max_attempts, timeout = config.delivery.timeout_seconds;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
