@@ -79,6 +79,28 @@ ActionEngine::ActionEngine(Store& store, const Clock& clock, const ActionConfig&
 
 Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
                                                const CommunicateRequest& req) {
+  // The model drafter, if configured, runs before the transaction (never hold the write
+  // lock across a network call) and spends one unit of today's inference budget.
+  std::optional<std::string> model_draft;
+  json drafter_note = {{"drafter", "builtin"}};
+  if (config_.drafter.kind == "openai") {
+    auto spent = SpendInference(ws);
+    if (!spent.ok()) return spent.status();
+    if (!spent->status.empty()) return *spent;  // over budget: quota_exceeded
+    std::string name = req.to;
+    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) {
+      auto who = ResolveEntity(tx, ws, req.to);
+      if (who.ok()) name = who->name;
+      return Status::Ok();
+    }));
+    auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
+    if (drafted.ok()) {
+      model_draft = *drafted;
+      drafter_note = {{"drafter", "openai"}, {"model", config_.drafter.model}};
+    } else {
+      drafter_note = {{"drafter", "builtin"}, {"model_error", drafted.status().message()}};
+    }
+  }
   ActionResult result;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     TimePoint now = clock_.Now();
@@ -115,9 +137,10 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       }
     }
 
-    // 2. Draft.
+    // 2. Draft (the model's, when it answered; else the built-in drafter's).
     auto draft = DraftMessage(req.message, req.tone, who->name);
     if (!draft.ok()) return draft.status();
+    if (model_draft) draft = *model_draft;
 
     // 3. Trust.
     auto trust = LookupTrust(tx, ws, kClass, *who, config_.trust);
@@ -292,7 +315,8 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     proposal.details = {{"action_id", action.id},      {"level", level},
                         {"trust_level", trust->level}, {"trust_source", trust->source},
                         {"urgent", urgent},            {"rules_fired", fired_ids},
-                        {"signals", signal_json},      {"first_contact", new_entity}};
+                        {"signals", signal_json},      {"first_contact", new_entity},
+                        {"drafting", drafter_note}};
     if (triage) proposal.triage_decision_id = triage->id;
     action.decision_id = proposal.id;
     if (level == 1) action.due_at = now + config_.draft_expiry;
@@ -357,6 +381,34 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   });
   if (!st.ok()) return st;
   return result;
+}
+
+Result<ActionResult> ActionEngine::SpendInference(const std::string& ws) {
+  ActionResult over;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    auto settings = tx.GetSettings(ws);
+    if (!settings.ok()) return settings.status();
+    TimePoint now = clock_.Now();
+    // The workspace's local date, and the seconds until its next midnight.
+    int64_t local_ms = ToUnixMillis(now) + int64_t{settings->utc_offset_minutes} * 60000;
+    int64_t day_ms = 86'400'000;
+    int64_t day_start = local_ms - ((local_ms % day_ms) + day_ms) % day_ms;
+    std::string day = FormatTime(FromUnixMillis(day_start)).substr(0, 10);
+    auto used = tx.InferenceUnits(ws, day);
+    if (!used.ok()) return used.status();
+    if (*used >= config_.drafter.daily_budget) {
+      over.status = "error";
+      over.error = "quota_exceeded";
+      over.retry_after_s = static_cast<int>((day_start + day_ms - local_ms + 999) / 1000);
+      over.message = "The daily inference budget (" + std::to_string(config_.drafter.daily_budget) +
+                     " model calls) is spent; it resets in " + std::to_string(over.retry_after_s) +
+                     " s, at local midnight. Nothing was drafted or sent.";
+      return Status::Ok();
+    }
+    return tx.AddInferenceUnits(ws, day, 1);
+  });
+  if (!st.ok()) return st;
+  return over;
 }
 
 Result<ActionResult> ActionEngine::Approve(const std::string& ws, const std::string& decision_id,

@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "connectors/model_drafter.h"
 #include "engines/trust.h"
 #include "store/store.h"
 
@@ -20,6 +21,7 @@ struct ActionConfig {
   std::chrono::seconds draft_expiry{24 * 3600};  // level 1: pending until approved or this
   std::chrono::seconds undo_window{600};         // level 2: executed after this unless rejected
   TrustConfig trust;
+  DrafterConfig drafter;
 };
 
 // The seeds' McpActionResult: success | pending_approval | error.
@@ -29,6 +31,7 @@ struct ActionResult {
   std::string action_id;
   std::string message;
   std::string error;  // status "error" only: a tool error code
+  int retry_after_s = 0;  // quota_exceeded only
 };
 
 struct CommunicateRequest {
@@ -56,6 +59,9 @@ class ActionEngine {
   Result<int> ProcessDue(TimePoint now);
 
  private:
+  // Spends one inference unit of today's budget. An ActionResult with status "error"
+  // (quota_exceeded) when the budget is spent; an empty one otherwise.
+  Result<ActionResult> SpendInference(const std::string& ws);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
                                   bool approve, const std::optional<std::string>& text);
 

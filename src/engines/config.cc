@@ -66,7 +66,28 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  CORTEX_RETURN_IF_ERROR(Unknown(t, "", {"actions", "trust", "delivery"}));
+  CORTEX_RETURN_IF_ERROR(Unknown(t, "", {"actions", "trust", "delivery", "drafter"}));
+  if (auto* a = t["drafter"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "drafter.", {"kind", "url", "model", "api_key",
+                                                    "timeout_seconds", "daily_budget"}));
+  }
+  DrafterConfig& d = config.actions.drafter;
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "model", &d.model));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "api_key", &d.api_key));
+  int64_t dt = d.timeout_seconds, budget = d.daily_budget;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "timeout_seconds", &dt, 1, 300));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "daily_budget", &budget, 0, 1000000));
+  d.timeout_seconds = static_cast<int>(dt);
+  d.daily_budget = static_cast<int>(budget);
+  if (d.kind != "builtin" && d.kind != "openai") {
+    return Status::InvalidArgument("config: drafter.kind must be builtin or openai");
+  }
+  if (d.kind == "openai" && (d.url.empty() || d.model.empty())) {
+    return Status::InvalidArgument("config: drafter.kind = \"openai\" needs drafter.url and "
+                                   "drafter.model");
+  }
   if (auto* a = t["actions"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "actions.", {"draft_expiry_minutes", "undo_window_seconds"}));
   }

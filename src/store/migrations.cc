@@ -192,6 +192,12 @@ CREATE TABLE outbox (
   delivered_at    INTEGER
 );
 CREATE INDEX outbox_due ON outbox(status, next_attempt_at);
+CREATE TABLE inference_usage (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  day          TEXT NOT NULL,  -- the workspace's local date, YYYY-MM-DD
+  units        INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, day)
+) WITHOUT ROWID;
 CREATE TABLE delivered_messages (
   action_id    TEXT PRIMARY KEY,
   workspace_id TEXT NOT NULL REFERENCES workspaces(id),

@@ -890,6 +890,22 @@ class SqliteTx final : public WriteTx {
     return out;
   }
 
+  Result<int64_t> InferenceUnits(const std::string& ws, const std::string& day) override {
+    Stmt s = c_.Prepare("SELECT units FROM inference_usage WHERE workspace_id = ? AND day = ?");
+    s.Bind(1, ws).Bind(2, day);
+    Status st;
+    int64_t units = s.Step(&st) ? s.Int(0) : 0;
+    CORTEX_RETURN_IF_ERROR(st);
+    return units;
+  }
+
+  Status AddInferenceUnits(const std::string& ws, const std::string& day, int64_t units) override {
+    Stmt s = c_.Prepare(
+        "INSERT INTO inference_usage (workspace_id, day, units) VALUES (?, ?, ?)"
+        " ON CONFLICT (workspace_id, day) DO UPDATE SET units = units + excluded.units");
+    return s.Bind(1, ws).Bind(2, day).Bind(3, units).Run();
+  }
+
   Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) override {
     Stmt s = c_.Prepare(
         "SELECT action_id, recipient, body, delivered_at FROM delivered_messages"

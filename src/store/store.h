@@ -102,6 +102,8 @@ class ReadTx {
 
   // Outbox rows of every workspace ready for a delivery attempt at `t`, oldest first.
   virtual Result<std::vector<OutboxItem>> DueOutbox(TimePoint t, int limit) = 0;
+  // Inference units spent by `ws` on local day `day` (YYYY-MM-DD).
+  virtual Result<int64_t> InferenceUnits(const std::string& ws, const std::string& day) = 0;
   // Messages the built-in `outbox` connector delivered, oldest first.
   virtual Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) = 0;
 };
@@ -143,6 +145,8 @@ class WriteTx : public ReadTx {
   virtual Status SetDecisionLedgerEntry(const std::string& ws, const std::string& decision_id,
                                         const std::string& ledger_entry_id) = 0;
 
+  virtual Status AddInferenceUnits(const std::string& ws, const std::string& day,
+                                   int64_t units) = 0;
   virtual Status InsertAction(const Action& a) = 0;
   // Moves action `id` from status `from` to `to` (clearing its due time, and replacing its
   // draft if `draft` is given). Conflict if it is not in status `from`: this is what makes

@@ -31,6 +31,12 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
                {"message", r.message}};
   if (r.status == "error") {
     body["error"] = r.error;
+    if (r.error == "quota_exceeded") {
+      body["quota"] = "inference_units_per_day";
+      body["retry_after_s"] = r.retry_after_s;
+      body.erase("decision_id");  // nothing was decided
+      body.erase("action_id");
+    }
     return ToolReply::ErrorBody(std::move(body));
   }
   return ToolReply::Ok(std::move(body));
