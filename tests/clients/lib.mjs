@@ -257,13 +257,14 @@ function tail(text, max = 2000) {
 
 /**
  * Starts `cortex serve` and waits for GET /healthz == 200. Registers a
- * cleanup that SIGKILLs it if the script did not stop it itself.
+ * cleanup that SIGKILLs it if the script did not stop it itself. `args` are
+ * extra `cortex serve` arguments (e.g. ['--config', FILE]).
  */
-export async function startServer(suite, dataDir, { readyTimeoutMs = 20_000 } = {}) {
+export async function startServer(suite, dataDir, { readyTimeoutMs = 20_000, args = [] } = {}) {
     const bin = requireCortexBin();
     const port = await freePort();
     const listen = `127.0.0.1:${port}`;
-    const child = spawn(bin, ['serve', '--data', dataDir, '--listen', listen], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(bin, ['serve', '--data', dataDir, '--listen', listen, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     liveChildren.add(child);
     let output = '';
     child.stdout.on('data', d => (output += d));

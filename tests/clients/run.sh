@@ -35,14 +35,14 @@ if (( node_major < 20 )); then
     exit 2
 fi
 
-if [[ ! -d node_modules/@modelcontextprotocol/client || ! -d node_modules/@modelcontextprotocol/sdk ]]; then
+if [[ ! -d node_modules/@modelcontextprotocol/client || ! -d node_modules/@modelcontextprotocol/sdk || ! -d node_modules/smtp-server ]]; then
     npm ci --no-audit --no-fund --prefer-offline
 fi
 
 if (( $# > 0 )); then
     scripts=("$@")
 else
-    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs)
+    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs v1_actions.mjs)
 fi
 
 failed_scripts=()

@@ -13,11 +13,7 @@ import tempfile
 import threading
 import unittest
 
-# tools/list order, fixed by src/tools/cortex_tools.cc.
-EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
-                  "decision.inspect", "decision.list", "notification.list",
-                  "action.communicate", "action.approve", "action.reject",
-                  "meta.why_this_action"]
+from test_http import EXPECTED_TOOLS  # tools/list order, one list for both
 
 CORTEX_BIN = os.environ.get("CORTEX_BIN", "/work/main/build/cortex")
 MODERN = "2026-07-28"
