@@ -1,0 +1,694 @@
+// Official MCP TypeScript SDK v1 (@modelcontextprotocol/sdk) client against
+// `cortex serve` over Streamable HTTP: the action engine on the demo workspace
+// (`cortex demo`) — action.communicate / approve / reject, the approval inbox
+// (decision.list status pending), meta.why_this_action, trust levels set with
+// `cortex trust set` while the server runs, and delivery through each
+// connector: outbox (JSONL file), webhook (signed, retried on 503), a process
+// SIGKILLed between commit and delivery, and SMTP (npm smtp-server).
+// `cortex ledger verify` must pass on every data dir at the end.
+//
+//   CORTEX_BIN=/path/to/cortex node v1_actions.mjs
+
+import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
+import { join } from 'node:path';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SMTPServer } from 'smtp-server';
+
+import {
+    CheckFailure,
+    Suite,
+    createToken,
+    describeError,
+    expect,
+    expectEqual,
+    expectTextMirrorsStructured,
+    expectToolError,
+    freePort,
+    makeDataDir,
+    requireCortexBin,
+    show,
+    startServer
+} from './lib.mjs';
+
+const WORKSPACE = 'demo';
+const SARAH = 'sarah.chen@northwind.example';
+const MARCUS = 'marcus.webb@harborline.example';
+const SEED = {
+    to: SARAH,
+    message: 'Quick check — does Tuesday 2pm still work?',
+    tone: 'warm',
+    context: 'Following up on rescheduled 1:1'
+};
+// The built-in drafter's warm tone: "Hi First," + message + a thank-you.
+const SEED_DRAFT = 'Hi Sarah,\n\nQuick check — does Tuesday 2pm still work?\n\nThanks so much!';
+const WHY_KEYS = ['action_id', 'rule_summary', 'confidence', 'contributing_episodes', 'agent_version', 'world_version'];
+const WEBHOOK_SECRET = 'whsec-interop-test-secret';
+const SMTP_FROM = 'cortex@example.test';
+const suite = new Suite('v1_actions', 52);
+
+// ---------------------------------------------------------------- helpers
+
+function newClient() {
+    return new Client({ name: 'cortex-interop-v1-actions', version: '1.0.0' }, { capabilities: {} });
+}
+
+function newTransport(url, token) {
+    return new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } }
+    });
+}
+
+async function connect(server, token, errors) {
+    const client = newClient();
+    client.onerror = err => errors.push(err);
+    await client.connect(newTransport(server.mcpUrl, token), { timeout: 15_000 });
+    return client;
+}
+
+async function closeClient(client) {
+    const t = client.transport;
+    if (t?.sessionId) await t.terminateSession();
+    await client.close();
+}
+
+/** Runs `cortex ARGS...`; resolves {code, stdout, stderr} (never rejects). */
+function cortex(...args) {
+    const bin = requireCortexBin();
+    return new Promise(resolve => {
+        execFile(bin, args, { timeout: 60_000, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
+            resolve({ code: error ? (error.code ?? 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+        });
+    });
+}
+
+async function cortexOk(...args) {
+    const r = await cortex(...args);
+    expect(r.code === 0, `\`cortex ${args.join(' ')}\` exited ${show(r.code)}; stderr: ${r.stderr.trim() || '(empty)'}`);
+    return r.stdout;
+}
+
+const loadDemo = dataDir => cortexOk('demo', '--data', dataDir);
+const trustSet = (dataDir, scope, level) =>
+    cortexOk('trust', 'set', '--data', dataDir, '--workspace', WORKSPACE, '--scope', scope, '--level', String(level));
+
+/** Calls a tool that must succeed; returns the (text-mirrored) structuredContent. */
+async function callOk(client, name, args, what = name) {
+    const result = await client.callTool({ name, arguments: args });
+    expect(result?.isError !== true, `${what}: unexpected isError: ${show(result?.structuredContent ?? result)}`);
+    return expectTextMirrorsStructured(result, what);
+}
+
+function sleep(ms) {
+    return new Promise(r => setTimeout(r, ms));
+}
+
+/** Polls `fn` every 100 ms until it returns a truthy value; throws after `timeoutMs`. */
+async function waitFor(fn, timeoutMs, what) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+        const v = await fn();
+        if (v) return v;
+        if (Date.now() >= deadline) throw new CheckFailure(`${what}: not within ${timeoutMs} ms`);
+        await sleep(100);
+    }
+}
+
+function expectId(v, prefix, what) {
+    expect(typeof v === 'string' && v.startsWith(prefix) && v.length > prefix.length, `${what} must be a ${prefix}... id, got ${show(v)}`);
+}
+
+/** An action result that is not an error: {status, decision_id dec_, action_id act_, message}. */
+async function communicate(client, args, expectedStatus, what = 'action.communicate') {
+    const body = await callOk(client, 'action.communicate', args, what);
+    expectEqual(body.status, expectedStatus, `${what}: status (message: ${show(body.message)})`);
+    expectId(body.decision_id, 'dec_', `${what}: decision_id`);
+    expectId(body.action_id, 'act_', `${what}: action_id`);
+    expect(typeof body.message === 'string' && body.message.length > 0, `${what}: message: ${show(body.message)}`);
+    return body;
+}
+
+/** Every decision.list row with the given filters (paging to the end). */
+async function listDecisions(client, filters) {
+    const all = [];
+    let cursor;
+    for (let page = 0; page < 100; page++) {
+        const args = { ...filters, limit: 100, ...(cursor ? { cursor } : {}) };
+        const body = await callOk(client, 'decision.list', args, `decision.list(${JSON.stringify(args)})`);
+        all.push(...body.decisions);
+        if (body.next_cursor === undefined) return all;
+        cursor = body.next_cursor;
+    }
+    throw new CheckFailure('decision.list paging did not end after 100 pages');
+}
+
+async function decisionStatus(client, decisionId) {
+    const rows = await listDecisions(client, { decision_class: 'action_proposed' });
+    return rows.find(d => d.decision_id === decisionId)?.status;
+}
+
+async function waitForStatus(client, decisionId, status, timeoutMs) {
+    let last;
+    try {
+        await waitFor(async () => (last = await decisionStatus(client, decisionId)) === status, timeoutMs, 'decision status');
+    } catch (e) {
+        if (e instanceof CheckFailure) throw new CheckFailure(`decision ${decisionId} status: expected ${show(status)} within ${timeoutMs} ms, last ${show(last)}`);
+        throw e;
+    }
+}
+
+async function readJsonl(path) {
+    let text;
+    try {
+        text = await readFile(path, 'utf8');
+    } catch (e) {
+        if (e.code === 'ENOENT') return [];
+        throw e;
+    }
+    return text
+        .split('\n')
+        .filter(l => l.trim() !== '')
+        .map((l, i) => {
+            try {
+                return JSON.parse(l);
+            } catch (err) {
+                throw new CheckFailure(`${path} line ${i + 1} is not JSON (${err.message}): ${show(l)}`);
+            }
+        });
+}
+
+async function writeConfig(dir, name, delivery) {
+    const lines = ['[delivery]'];
+    for (const [k, v] of Object.entries(delivery)) lines.push(`${k} = ${typeof v === 'string' ? JSON.stringify(v) : v}`);
+    const path = join(dir, name);
+    await writeFile(path, lines.join('\n') + '\n');
+    return path;
+}
+
+/**
+ * A webhook receiver on 127.0.0.1: answers 503 to the first `failFirst`
+ * POSTs, then 200; records every POST with its signature check.
+ */
+function startWebhookReceiver(suite, { port = 0, failFirst = 0 } = {}) {
+    const posts = [];
+    const server = createHttpServer((req, res) => {
+        const chunks = [];
+        req.on('data', c => chunks.push(c));
+        req.on('end', () => {
+            const raw = Buffer.concat(chunks);
+            const expected = 'sha256=' + createHmac('sha256', WEBHOOK_SECRET).update(raw).digest('hex');
+            const status = posts.length < failFirst ? 503 : 200;
+            let body;
+            try {
+                body = JSON.parse(raw.toString('utf8'));
+            } catch {
+                body = undefined;
+            }
+            posts.push({
+                at: Date.now(),
+                method: req.method,
+                url: req.url,
+                signature: req.headers['x-cortex-signature'],
+                signatureOk: req.headers['x-cortex-signature'] === expected,
+                idempotencyKey: req.headers['idempotency-key'],
+                contentType: req.headers['content-type'],
+                raw: raw.toString('utf8'),
+                body,
+                status
+            });
+            res.writeHead(status, { 'content-type': 'text/plain' });
+            res.end(status === 200 ? 'ok' : 'try later');
+        });
+    });
+    const closed = new Promise(resolve => server.on('close', resolve));
+    const receiver = {
+        posts,
+        port: 0,
+        url: '',
+        async close() {
+            server.closeAllConnections?.();
+            server.close();
+            await closed;
+        }
+    };
+    suite.onCleanup(() => (server.listening ? receiver.close() : undefined));
+    return new Promise((resolve, reject) => {
+        server.on('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+            receiver.port = server.address().port;
+            receiver.url = `http://127.0.0.1:${receiver.port}/hooks/cortex`;
+            resolve(receiver);
+        });
+    });
+}
+
+/** An SMTP server on 127.0.0.1 (no TLS, no auth) collecting raw messages. */
+function startSmtpReceiver(suite) {
+    const messages = [];
+    const server = new SMTPServer({
+        authOptional: true,
+        disabledCommands: ['STARTTLS'],
+        logger: false,
+        onData(stream, session, callback) {
+            const chunks = [];
+            stream.on('data', c => chunks.push(c));
+            stream.on('end', () => {
+                messages.push({
+                    at: Date.now(),
+                    mailFrom: session.envelope.mailFrom?.address,
+                    rcptTo: session.envelope.rcptTo.map(r => r.address),
+                    raw: Buffer.concat(chunks).toString('utf8')
+                });
+                callback();
+            });
+        }
+    });
+    const receiver = {
+        messages,
+        port: 0,
+        close: () => new Promise(resolve => server.close(resolve))
+    };
+    let listening = false;
+    suite.onCleanup(() => (listening ? receiver.close() : undefined));
+    return new Promise((resolve, reject) => {
+        server.on('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+            listening = true;
+            receiver.port = server.server.address().port;
+            resolve(receiver);
+        });
+    });
+}
+
+/** Splits a raw RFC 5322 message into {headers: Map(lowercase name -> value), body (LF line ends)}. */
+function parseMail(raw) {
+    const text = raw.replace(/\r\n/g, '\n');
+    const split = text.indexOf('\n\n');
+    expect(split >= 0, `message has no header/body separator: ${show(raw)}`);
+    const headers = new Map();
+    for (const line of text.slice(0, split).replace(/\n[ \t]+/g, ' ').split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+    }
+    return { headers, body: text.slice(split + 2) };
+}
+
+async function expectSigtermExit0(server) {
+    const { code, signal } = await server.stop();
+    expect(code === 0, `exit code ${code}, signal ${signal}`);
+}
+
+// ---------------------------------------------------------------- the script
+
+await suite.run(async s => {
+    const started = Date.now();
+    const dataDirs = [];
+    const files = await makeDataDir(s, 'v1actions-files');
+
+    // ================================================================ A: outbox connector
+    const dirA = await makeDataDir(s, 'v1actions-outbox');
+    dataDirs.push(['outbox', dirA]);
+    const jsonlPath = join(files, 'delivered.jsonl');
+    const configA = await writeConfig(files, 'outbox.toml', { connector: 'outbox', jsonl_path: jsonlPath });
+
+    await s.check('`cortex demo` loads the demo workspace (outbox data dir)', () => loadDemo(dirA), { fatal: true });
+    const tokenA = await s.check(`token create for ${WORKSPACE} (scopes read,act)`, () => createToken(dirA, WORKSPACE, 'read,act'), { fatal: true });
+    const serverA = await s.check('serve --config (outbox connector, jsonl_path) starts; GET /healthz 200', () => startServer(s, dirA, { args: ['--config', configA] }), {
+        fatal: true
+    });
+    const transportErrors = [];
+    const client = await s.check('v1 client connects with the read,act token', () => connect(serverA, tokenA, transportErrors), { fatal: true });
+
+    // ---- 1. the seed example
+
+    const seed = await s.check('seed example: action.communicate to Sarah (warm) is pending_approval with dec_/act_ ids', () =>
+        communicate(client, SEED, 'pending_approval', 'action.communicate(seed)')
+    );
+
+    await s.check('decision.inspect on the seed decision: action_proposed, ledger_entry_id led_...', async () => {
+        expect(seed, 'needs the seed action');
+        const body = await callOk(client, 'decision.inspect', { decision_id: seed.decision_id });
+        expectEqual(body.decision_id, seed.decision_id, 'decision_id');
+        expectEqual(body.decision_class, 'action_proposed', 'decision_class');
+        expectId(body.ledger_entry_id, 'led_', 'ledger_entry_id');
+        expect(body.payload_summary.includes(SARAH), `payload_summary should name the recipient: ${show(body.payload_summary)}`);
+    });
+
+    await s.check('meta.why_this_action on the seed action_id: exactly the 6 seed keys', async () => {
+        expect(seed, 'needs the seed action');
+        const body = await callOk(client, 'meta.why_this_action', { action_id: seed.action_id });
+        expectEqual(Object.keys(body).sort(), [...WHY_KEYS].sort(), 'keys of the result');
+        expectEqual(body.action_id, seed.action_id, 'action_id');
+        expect(typeof body.rule_summary === 'string' && body.rule_summary.length > 0, `rule_summary: ${show(body.rule_summary)}`);
+        expect(['strong_pattern', 'pretty_sure', 'just_guessing'].includes(body.confidence), `confidence: ${show(body.confidence)}`);
+        expect(Array.isArray(body.contributing_episodes), `contributing_episodes: ${show(body.contributing_episodes)}`);
+        for (const e of body.contributing_episodes) {
+            expectId(e?.id, 'ep_', 'contributing episode id');
+            expect(typeof e.summary === 'string' && typeof e.occurred_at === 'string', `contributing episode: ${show(e)}`);
+        }
+        expectId(body.agent_version, 'av_', 'agent_version');
+        expectId(body.world_version, 'wv_', 'world_version');
+    });
+
+    await s.check('decision.list {status: "pending"} (the approval inbox) holds the seed decision', async () => {
+        expect(seed, 'needs the seed action');
+        const rows = await listDecisions(client, { status: 'pending' });
+        const row = rows.find(d => d.decision_id === seed.decision_id);
+        expect(row, `seed decision ${seed.decision_id} not in the inbox: ${show(rows.map(d => d.decision_id))}`);
+        expectEqual(row.status, 'pending', 'status');
+        expectEqual(row.decision_class, 'action_proposed', 'decision_class');
+        for (const d of rows) expectEqual(d.status, 'pending', `status of ${d.decision_id}`);
+    });
+
+    let approvedAt;
+    await s.check('action.approve on the seed decision: success', async () => {
+        expect(seed, 'needs the seed action');
+        const body = await callOk(client, 'action.approve', { decision_id: seed.decision_id });
+        approvedAt = Date.now();
+        expectEqual(body.status, 'success', `status (message: ${show(body.message)})`);
+        expectEqual(body.decision_id, seed.decision_id, 'decision_id');
+        expectEqual(body.action_id, seed.action_id, 'action_id');
+    });
+
+    await s.check('approving it again: isError not_pending, the message says executed or delivered', async () => {
+        expect(seed, 'needs the seed action');
+        const result = await client.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
+        const body = expectToolError(result, 'not_pending', 'action.approve(again)');
+        expect(/executed|delivered/.test(body.message), `message should say executed or delivered: ${show(body.message)}`);
+    });
+
+    // ---- 2. delivery through the outbox connector
+
+    await s.check('outbox: the approved message appears in jsonl_path exactly once, with the warm draft', async () => {
+        expect(seed && approvedAt, 'needs the approved seed action');
+        const mine = async () => (await readJsonl(jsonlPath)).filter(m => m.action_id === seed.action_id);
+        await waitFor(async () => (await mine()).length > 0, 5_000, `a line for ${seed.action_id} in ${jsonlPath}`);
+        s.info(`outbox: in the JSONL file ${Date.now() - approvedAt} ms after approval`);
+        await sleep(1_000); // a redelivery would show up by now (dispatcher tick 200 ms)
+        const lines = await mine();
+        expectEqual(lines.length, 1, `lines for ${seed.action_id}`);
+        const m = lines[0];
+        expectEqual(m.to, SARAH, 'to');
+        expectEqual(m.body, SEED_DRAFT, 'body');
+        expect(m.body.startsWith('Hi Sarah,'), `body should start "Hi Sarah,": ${show(m.body)}`);
+        expect(typeof m.workspace_id === 'string' && m.workspace_id.length > 0, `workspace_id: ${show(m.workspace_id)}`);
+    });
+
+    await s.check('after delivery: decision.list shows the seed decision delivered (not in the inbox); approve says delivered', async () => {
+        expect(seed, 'needs the seed action');
+        await waitForStatus(client, seed.decision_id, 'delivered', 5_000);
+        const delivered = await listDecisions(client, { status: 'delivered' });
+        expect(delivered.some(d => d.decision_id === seed.decision_id), `seed decision not in decision.list {status: delivered}`);
+        const pending = await listDecisions(client, { status: 'pending' });
+        expect(!pending.some(d => d.decision_id === seed.decision_id), 'seed decision still in the approval inbox');
+        const inspected = await callOk(client, 'decision.inspect', { decision_id: seed.decision_id });
+        expectEqual(inspected.decision_class, 'action_proposed', 'decision.inspect decision_class');
+        if ('status' in inspected) expectEqual(inspected.status, 'delivered', 'decision.inspect status');
+        const again = await client.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
+        const body = expectToolError(again, 'not_pending', 'action.approve(after delivery)');
+        expect(body.message.includes('delivered'), `message should say delivered: ${show(body.message)}`);
+    });
+
+    // ---- 3. reject
+
+    const toReject = await s.check('a new action to Sarah is pending_approval', () =>
+        communicate(client, { to: SARAH, message: 'Can we move the budget review to Thursday?', tone: 'direct' }, 'pending_approval')
+    );
+
+    await s.check('action.reject on it: success; status rejected; it leaves the inbox', async () => {
+        expect(toReject, 'needs the pending action');
+        const body = await callOk(client, 'action.reject', { decision_id: toReject.decision_id, reason: 'Not now' });
+        expectEqual(body.status, 'success', `status (message: ${show(body.message)})`);
+        expectEqual(body.decision_id, toReject.decision_id, 'decision_id');
+        expectEqual(await decisionStatus(client, toReject.decision_id), 'rejected', 'decision status');
+        const pending = await listDecisions(client, { status: 'pending' });
+        expect(!pending.some(d => d.decision_id === toReject.decision_id), 'rejected decision still in the approval inbox');
+    });
+
+    await s.check('the rejected action is not delivered (no JSONL line after 1.5 s, status stays rejected)', async () => {
+        expect(toReject, 'needs the rejected action');
+        await sleep(1_500);
+        const lines = (await readJsonl(jsonlPath)).filter(m => m.action_id === toReject.action_id);
+        expectEqual(lines, [], `JSONL lines for ${toReject.action_id}`);
+        expectEqual(await decisionStatus(client, toReject.decision_id), 'rejected', 'decision status');
+    });
+
+    await s.check('rejecting it again: isError not_pending', async () => {
+        expect(toReject, 'needs the rejected action');
+        const result = await client.callTool({ name: 'action.reject', arguments: { decision_id: toReject.decision_id } });
+        const body = expectToolError(result, 'not_pending', 'action.reject(again)');
+        expect(body.message.includes('rejected'), `message should say rejected: ${show(body.message)}`);
+    });
+
+    // ---- 4. trust, set with the CLI while the server runs
+
+    await s.check('trust level 0 for Sarah (CLI): action.communicate is trust_insufficient; the refusal is inspectable', async () => {
+        await trustSet(dirA, SARAH, 0);
+        const result = await client.callTool({ name: 'action.communicate', arguments: { to: SARAH, message: 'Are you free for lunch?' } });
+        const body = expectToolError(result, 'trust_insufficient', 'action.communicate(level 0)');
+        expectId(body.decision_id, 'dec_', 'decision_id');
+        const inspected = await callOk(client, 'decision.inspect', { decision_id: body.decision_id });
+        expectEqual(inspected.decision_id, body.decision_id, 'decision.inspect decision_id');
+        expectEqual(inspected.decision_class, 'action_proposed', 'decision.inspect decision_class');
+        expectId(inspected.ledger_entry_id, 'led_', 'decision.inspect ledger_entry_id');
+        expectEqual(await decisionStatus(client, body.decision_id), 'refused', 'decision status');
+        if (body.action_id) {
+            await sleep(500);
+            const lines = (await readJsonl(jsonlPath)).filter(m => m.action_id === body.action_id);
+            expectEqual(lines, [], 'JSONL lines for the refused action');
+        }
+    });
+
+    await s.check('trust level 3 for Sarah (CLI): action.communicate is success and delivered without approval', async () => {
+        await trustSet(dirA, SARAH, 3);
+        const t0 = Date.now();
+        const body = await communicate(client, { to: SARAH, message: 'Sent the deck, see you Tuesday.', tone: 'warm' }, 'success');
+        const lines = await waitFor(
+            async () => {
+                const l = (await readJsonl(jsonlPath)).filter(m => m.action_id === body.action_id);
+                return l.length > 0 ? l : null;
+            },
+            5_000,
+            `a JSONL line for ${body.action_id}`
+        );
+        s.info(`level 3: in the JSONL file ${Date.now() - t0} ms after action.communicate`);
+        expectEqual(lines.length, 1, 'JSONL lines');
+        expectEqual(lines[0].to, SARAH, 'to');
+        expectEqual(lines[0].body, 'Hi Sarah,\n\nSent the deck, see you Tuesday.\n\nThanks so much!', 'body');
+        await waitForStatus(client, body.decision_id, 'delivered', 5_000);
+    });
+
+    await s.check('default level 3 (CLI): Marcus (external, rule caps at 1) is still pending_approval', async () => {
+        await trustSet(dirA, 'default', 3);
+        const body = await communicate(client, { to: MARCUS, message: 'Project update: on track for Friday.' }, 'pending_approval');
+        expectEqual(await decisionStatus(client, body.decision_id), 'pending', 'decision status');
+        const why = await callOk(client, 'meta.why_this_action', { action_id: body.action_id });
+        expectEqual(why.rule_summary, 'Never send to external counterparties without approval.', 'meta.why_this_action rule_summary');
+        const fired = await listDecisions(client, { decision_class: 'rule_fired', counterparty: MARCUS });
+        expect(fired.some(d => d.payload_summary.includes('external-needs-approval')), `no rule_fired decision for external-needs-approval: ${show(fired)}`);
+    });
+
+    await s.check('no transport errors on the outbox server session', () => {
+        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+    });
+    await s.check('session ends cleanly', () => closeClient(client));
+    await s.check('SIGTERM stops the outbox server with exit code 0', () => expectSigtermExit0(serverA));
+
+    // ================================================================ B: webhook connector with retries
+    const receiver = await s.check('webhook receiver listens (503 to the first 2 POSTs, then 200)', () => startWebhookReceiver(s, { failFirst: 2 }), {
+        fatal: true
+    });
+    const dirB = await makeDataDir(s, 'v1actions-webhook');
+    dataDirs.push(['webhook', dirB]);
+    const configB = await writeConfig(files, 'webhook.toml', {
+        connector: 'webhook',
+        webhook_url: receiver.url,
+        webhook_secret: WEBHOOK_SECRET,
+        max_attempts: 8,
+        timeout_seconds: 5
+    });
+    const tokenB = await s.check('webhook data dir: `cortex demo`, trust default 3, token create', async () => {
+        await loadDemo(dirB);
+        await trustSet(dirB, 'default', 3);
+        return createToken(dirB, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverB = await s.check('serve --config (webhook connector) starts', () => startServer(s, dirB, { args: ['--config', configB] }), { fatal: true });
+    const errorsB = [];
+    const clientB = await s.check('v1 client connects to the webhook server', () => connect(serverB, tokenB, errorsB), { fatal: true });
+
+    const hooked = await s.check('webhook: action.communicate to Sarah at level 3 is success', () =>
+        communicate(clientB, { to: SARAH, message: 'Board pack is in your inbox.', tone: 'warm' }, 'success')
+    );
+
+    await s.check('webhook: after two 503s, exactly one accepted POST, signed, Idempotency-Key == action_id, body to/body', async () => {
+        expect(hooked, 'needs the webhook action');
+        const t0 = Date.now();
+        await waitFor(() => receiver.posts.some(p => p.status === 200), 15_000, 'an accepted webhook POST');
+        s.info(`webhook: accepted ${Date.now() - t0} ms after action.communicate, attempts at +${receiver.posts.map(p => p.at - t0).join(', +')} ms`);
+        await sleep(1_500); // no redelivery after a 2xx
+        const posts = receiver.posts;
+        expectEqual(posts.map(p => p.status), [503, 503, 200], 'answers given, in order');
+        for (const [i, p] of posts.entries()) {
+            expectEqual(p.method, 'POST', `request ${i + 1} method`);
+            expectEqual(p.url, '/hooks/cortex', `request ${i + 1} path`);
+            expect(p.signatureOk, `request ${i + 1}: X-Cortex-Signature ${show(p.signature)} is not sha256=HMAC-SHA256(secret, raw body)`);
+            expectEqual(p.idempotencyKey, hooked.action_id, `request ${i + 1} Idempotency-Key`);
+            expect(/^application\/json/.test(p.contentType ?? ''), `request ${i + 1} content-type: ${show(p.contentType)}`);
+        }
+        expectEqual(new Set(posts.map(p => p.raw)).size, 1, 'distinct bodies across retries');
+        const accepted = posts.filter(p => p.status === 200);
+        expectEqual(accepted.length, 1, 'accepted deliveries');
+        const body = accepted[0].body;
+        expect(body && typeof body === 'object', `body is not JSON: ${show(accepted[0].raw)}`);
+        expectEqual(body.action_id, hooked.action_id, 'body.action_id');
+        expectEqual(body.to, SARAH, 'body.to');
+        expectEqual(body.body, 'Hi Sarah,\n\nBoard pack is in your inbox.\n\nThanks so much!', 'body.body');
+    });
+
+    await s.check('webhook: decision.list shows the action delivered', async () => {
+        expect(hooked, 'needs the webhook action');
+        await waitForStatus(clientB, hooked.decision_id, 'delivered', 5_000);
+    });
+
+    await s.check('no transport errors on the webhook server session; session ends', async () => {
+        expect(errorsB.length === 0, `client.onerror saw: ${errorsB.map(describeError).join(' | ')}`);
+        await closeClient(clientB);
+    });
+    await s.check('SIGTERM stops the webhook server with exit code 0', () => expectSigtermExit0(serverB));
+
+    // ================================================================ C: killed between commit and delivery
+    const dirC = await makeDataDir(s, 'v1actions-crash');
+    dataDirs.push(['crash', dirC]);
+    const downPort = await freePort(); // nothing listens here until the receiver starts below
+    const configC = await writeConfig(files, 'crash.toml', {
+        connector: 'webhook',
+        webhook_url: `http://127.0.0.1:${downPort}/hooks/cortex`,
+        webhook_secret: WEBHOOK_SECRET,
+        timeout_seconds: 5
+    });
+    const tokenC = await s.check('crash data dir: `cortex demo`, trust default 3, token create', async () => {
+        await loadDemo(dirC);
+        await trustSet(dirC, 'default', 3);
+        return createToken(dirC, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverC1 = await s.check('serve --config (webhook to a port nobody listens on) starts', () => startServer(s, dirC, { args: ['--config', configC] }), {
+        fatal: true
+    });
+    const errorsC = [];
+    const clientC1 = await s.check('v1 client connects to it', () => connect(serverC1, tokenC, errorsC), { fatal: true });
+
+    const crashed = await s.check('receiver down: action.communicate to Sarah at level 3 is success (committed)', () =>
+        communicate(clientC1, { to: SARAH, message: 'Confirming the offsite venue.', tone: 'warm' }, 'success')
+    );
+
+    await s.check('SIGKILL the server before the message could be delivered', async () => {
+        expect(crashed, 'needs the committed action');
+        // Prefer killing just after a failed attempt was recorded (not while a row is leased).
+        await waitFor(() => serverC1.output().includes(`delivery of ${crashed.action_id} failed`), 3_000, 'a logged failed attempt').catch(() =>
+            s.info('no "delivery ... failed" log line seen within 3 s; killing anyway')
+        );
+        serverC1.stopped = true;
+        serverC1.child.kill('SIGKILL');
+        const { signal } = await serverC1.exited;
+        expectEqual(signal, 'SIGKILL', 'exit signal');
+        await clientC1.close().catch(() => {});
+    });
+
+    const receiverC = await s.check(`receiver starts on the webhook port ${downPort} (always 200)`, () => startWebhookReceiver(s, { port: downPort }), { fatal: true });
+
+    const serverC2 = await s.check('serve restarts on the same data dir', () => startServer(s, dirC, { args: ['--config', configC] }), { fatal: true });
+
+    await s.check('after restart the receiver gets the message exactly once within 10 s', async () => {
+        expect(crashed, 'needs the committed action');
+        const t0 = Date.now();
+        await waitFor(() => receiverC.posts.length > 0, 10_000, 'the webhook POST after restart');
+        s.info(`crash: delivered ${Date.now() - t0} ms after the restart was ready`);
+        await sleep(1_500);
+        expectEqual(receiverC.posts.length, 1, 'POSTs received');
+        const p = receiverC.posts[0];
+        expect(p.signatureOk, `X-Cortex-Signature ${show(p.signature)} is not sha256=HMAC-SHA256(secret, raw body)`);
+        expectEqual(p.idempotencyKey, crashed.action_id, 'Idempotency-Key');
+        expectEqual(p.body?.to, SARAH, 'body.to');
+        expectEqual(p.body?.body, 'Hi Sarah,\n\nConfirming the offsite venue.\n\nThanks so much!', 'body.body');
+    });
+
+    await s.check('after restart: decision.list shows the action delivered', async () => {
+        expect(crashed, 'needs the committed action');
+        const c = await connect(serverC2, tokenC, errorsC);
+        try {
+            await waitForStatus(c, crashed.decision_id, 'delivered', 5_000);
+        } finally {
+            await closeClient(c);
+        }
+    });
+
+    await s.check('SIGTERM stops the restarted server with exit code 0', () => expectSigtermExit0(serverC2));
+
+    await s.check('`cortex ledger verify` on the crashed-and-restarted data dir exits 0', () => cortexOk('ledger', 'verify', '--data', dirC));
+
+    // ================================================================ D: SMTP connector
+    const smtp = await s.check('SMTP server (smtp-server, no TLS, auth optional) listens', () => startSmtpReceiver(s), { fatal: true });
+    const dirD = await makeDataDir(s, 'v1actions-smtp');
+    dataDirs.push(['smtp', dirD]);
+    const configD = await writeConfig(files, 'smtp.toml', {
+        connector: 'smtp',
+        smtp_url: `smtp://127.0.0.1:${smtp.port}`,
+        smtp_from: SMTP_FROM,
+        timeout_seconds: 5
+    });
+    const tokenD = await s.check('smtp data dir: `cortex demo`, trust Sarah 3, token create', async () => {
+        await loadDemo(dirD);
+        await trustSet(dirD, SARAH, 3);
+        return createToken(dirD, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverD = await s.check('serve --config (smtp connector) starts', () => startServer(s, dirD, { args: ['--config', configD] }), { fatal: true });
+    const errorsD = [];
+    const clientD = await s.check('v1 client connects to the smtp server', () => connect(serverD, tokenD, errorsD), { fatal: true });
+
+    const mailed = await s.check('smtp: action.communicate to Sarah at level 3 is success', () =>
+        communicate(clientD, { ...SEED }, 'success')
+    );
+
+    await s.check('smtp: one message to Sarah from smtp_from, Message-ID <act_...@cortex>, with the draft text', async () => {
+        expect(mailed, 'needs the smtp action');
+        const t0 = Date.now();
+        await waitFor(() => smtp.messages.length > 0, 10_000, 'a message at the SMTP server');
+        s.info(`smtp: received ${Date.now() - t0} ms after action.communicate`);
+        await sleep(1_000);
+        expectEqual(smtp.messages.length, 1, 'messages received');
+        const m = smtp.messages[0];
+        expectEqual(m.rcptTo, [SARAH], 'envelope RCPT TO');
+        expectEqual(m.mailFrom, SMTP_FROM, 'envelope MAIL FROM');
+        const { headers, body } = parseMail(m.raw);
+        expectEqual(headers.get('message-id'), `<${mailed.action_id}@cortex>`, 'Message-ID header');
+        expectEqual(headers.get('to'), SARAH, 'To header');
+        expect((headers.get('from') ?? '').includes(SMTP_FROM), `From header: ${show(headers.get('from'))}`);
+        expect(body.includes(SEED_DRAFT), `body should hold the draft ${show(SEED_DRAFT)}, got ${show(body)}`);
+    });
+
+    await s.check('smtp: decision.list shows the action delivered', async () => {
+        expect(mailed, 'needs the smtp action');
+        await waitForStatus(clientD, mailed.decision_id, 'delivered', 5_000);
+    });
+
+    await s.check('no transport errors on the smtp server session; session ends', async () => {
+        expect(errorsD.length === 0, `client.onerror saw: ${errorsD.map(describeError).join(' | ')}`);
+        await closeClient(clientD);
+    });
+    await s.check('SIGTERM stops the smtp server with exit code 0', () => expectSigtermExit0(serverD));
+
+    // ================================================================ 8. ledgers
+    await s.check('`cortex ledger verify` exits 0 on every data dir (outbox, webhook, crash, smtp)', async () => {
+        expectEqual(dataDirs.map(([name]) => name), ['outbox', 'webhook', 'crash', 'smtp'], 'data dirs');
+        for (const [name, dir] of dataDirs) {
+            const r = await cortex('ledger', 'verify', '--data', dir);
+            expect(r.code === 0, `${name}: ledger verify exited ${show(r.code)}; stdout: ${r.stdout.trim()} stderr: ${r.stderr.trim()}`);
+        }
+    });
+
+    s.info(`total ${((Date.now() - started) / 1000).toFixed(1)} s`);
+});
