@@ -53,10 +53,14 @@ class BackgroundWork {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
-      auto due = actions_.ProcessDue(clock_.Now());
-      if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
-      auto sent = dispatcher_.RunOnce(clock_.Now());
-      if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
+      try {
+        auto due = actions_.ProcessDue(clock_.Now());
+        if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
+        auto sent = dispatcher_.RunOnce(clock_.Now());
+        if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
+      } catch (const std::exception& e) {
+        spdlog::error("background work failed: {}", e.what());
+      }
       lock.lock();
       cv_.wait_for(lock, kTick, [this] { return stop_; });
     }

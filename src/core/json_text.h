@@ -12,6 +12,12 @@ namespace cortex {
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
 std::string DumpJson(const nlohmann::json& value);
 
+// True iff `s` is well-formed UTF-8.
+bool IsValidUtf8(std::string_view s);
+
+// ASCII lowercase.
+std::string AsciiLower(std::string_view s);
+
 // The longest prefix of `s` of at most `max_bytes` bytes that does not split a UTF-8
 // character.
 std::string Utf8Prefix(std::string_view s, size_t max_bytes);

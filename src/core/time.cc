@@ -65,7 +65,8 @@ Result<TimePoint> ParseTime(std::string_view s) {
       !Digits(s, 17, 2, &sec)) {
     return bad();
   }
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
+  // TimePoint counts nanoseconds in 64 bits: it ends in 2262.
+  if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
       sec > 59) {
     return bad();
   }

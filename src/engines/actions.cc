@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/time.h"
@@ -84,15 +86,20 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   std::optional<std::string> model_draft;
   json drafter_note = {{"drafter", "builtin"}};
   if (config_.drafter.kind == "openai") {
+    // A bad recipient or tone costs nothing: check them before spending budget.
+    std::string name = req.to;
+    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
+      auto who = ResolveEntity(tx, ws, req.to);
+      if (who.ok()) {
+        name = who->name;
+      } else if (who.status().code() == Code::kInvalidArgument || req.to.rfind("entity_", 0) == 0) {
+        return Status::InvalidArgument("field 'to': " + who.status().message());
+      }
+      return DraftMessage(req.message, req.tone, name).status();
+    }));
     auto spent = SpendInference(ws);
     if (!spent.ok()) return spent.status();
     if (!spent->status.empty()) return *spent;  // over budget: quota_exceeded
-    std::string name = req.to;
-    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) {
-      auto who = ResolveEntity(tx, ws, req.to);
-      if (who.ok()) name = who->name;
-      return Status::Ok();
-    }));
     auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
     if (drafted.ok()) {
       model_draft = *drafted;
@@ -521,7 +528,10 @@ Result<int> ActionEngine::ProcessDue(TimePoint now) {
       ++handled;
       return Status::Ok();
     });
-    if (!one.ok()) return one;
+    if (!one.ok()) {
+      // Keep going: one action that cannot be handled must not hold up the rest.
+      spdlog::warn("due action {}: {}", a.id, one.message());
+    }
   }
   return handled;
 }

@@ -35,12 +35,13 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
   int delivered = 0;
   for (OutboxItem& item : due) {
     bool leased = false;
-    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) {
+    Status lease = store_.Write([&](WriteTx& tx) {
       auto l = tx.LeaseOutbox(item.action_id, now, now + kLease);
       if (!l.ok()) return l.status();
       leased = *l;
       return Status::Ok();
-    }));
+    });
+    if (!lease.ok()) return lease;  // the store itself is failing: try again next tick
     if (!leased) continue;  // another process has it
 
     Status sent = connector_.Deliver(item);  // outside any transaction
@@ -78,7 +79,10 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
       if (!led.ok()) return led.status();
       return tx.SetDecisionStatus(item.workspace_id, action->decision_id, event);
     });
-    if (!recorded.ok()) return recorded;
+    if (!recorded.ok()) {
+      spdlog::warn("outbox {}: cannot record the attempt: {}", item.action_id, recorded.message());
+      continue;  // the lease expires and the row is tried again
+    }
     if (sent.ok()) {
       ++delivered;
     } else {

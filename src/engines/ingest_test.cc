@@ -182,6 +182,17 @@ TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
   EXPECT_EQ(report->duplicates, 0u);
 }
 
+TEST_F(IngestTest, AWriteThatThrowsRollsBackAndReleasesTheLock) {
+  EXPECT_THROW((void)store_->Write([&](WriteTx& tx) -> Status {
+                 CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws_.id, "wv_half_written"));
+                 throw std::runtime_error("boom");
+               }),
+               std::runtime_error);
+  EXPECT_NE(WorldVersion(), "wv_half_written");
+  // The writer is usable again at once.
+  EXPECT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+}
+
 TEST_F(IngestTest, SurvivesReopen) {
   auto report = IngestJsonl(*store_, clock_, ws_.id, kGood);
   ASSERT_TRUE(report.ok());

@@ -10,6 +10,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "engines/identifiers.h"
+#include "engines/signals.h"
 
 namespace cortex {
 namespace {
@@ -403,11 +404,7 @@ bool RuleMatches(const Rule& rule, const Situation& s) {
     if (!any) return false;
   }
   if (c.from_minute && c.until_minute) {
-    int m = s.local_minute_of_day;
-    bool inside = *c.from_minute < *c.until_minute
-                      ? m >= *c.from_minute && m < *c.until_minute
-                      : m >= *c.from_minute || m < *c.until_minute;  // wraps midnight
-    if (!inside) return false;
+    if (!InWindow(s.local_minute_of_day, *c.from_minute, *c.until_minute)) return false;
   }
   if (c.weekdays != 0 && (c.weekdays & (1u << s.local_weekday)) == 0) return false;
   return true;
@@ -423,13 +420,19 @@ void SortForEvaluation(std::vector<Rule>& rules) {
   });
 }
 
+Result<RuleFile> ParseRuleFileOrThrow(std::string_view yaml);
+
 Result<RuleFile> ParseRuleFile(std::string_view yaml) {
-  YAML::Node root;
+  if (!IsValidUtf8(yaml)) return Status::InvalidArgument("line 1: the file is not UTF-8 text");
   try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::ParserException& e) {
+    return ParseRuleFileOrThrow(yaml);
+  } catch (const YAML::Exception& e) {
     return Status::InvalidArgument("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+}
+
+Result<RuleFile> ParseRuleFileOrThrow(std::string_view yaml) {
+  YAML::Node root = YAML::Load(std::string(yaml));
   RuleFile file;
   if (!root.IsMap()) return Status::InvalidArgument("line 1: expected a map with 'rules:'");
   CORTEX_RETURN_IF_ERROR(CheckKeys(root, {"rules", "settings"}, "the file"));

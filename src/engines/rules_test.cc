@@ -84,6 +84,8 @@ TEST(RuleFileTest, ErrorsGiveTheLineAndReason) {
        "line 6: duplicate rule name 'a'"},
       {"rules: [\n", "line 2:"},
       {"settings: {digest_time: '25:00'}\nrules: []\n", "line 1: 'digest_time' must be between"},
+      {"rules:\n  - ? [a]\n    : b\n", "line"},
+      {"rules:\n  - name: a\n    summary: \xff\n", "line 1: the file is not UTF-8 text"},
   };
   for (const Case& c : cases) {
     auto f = ParseRuleFile(c.yaml);

@@ -75,6 +75,10 @@ LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s) {
   return lt;
 }
 
+bool InWindow(int minute, int from, int until) {
+  return from < until ? minute >= from && minute < until : minute >= from || minute < until;
+}
+
 std::string LocalClock(TimePoint t, const WorkspaceSettings& s) {
   return Hhmm(ToLocal(t, s).minute_of_day);
 }
@@ -132,8 +136,8 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
 
   LocalTime lt = ToLocal(t, settings);
   bool working_day = (settings.work_days & (1u << lt.weekday)) != 0;
-  bool working_hour = lt.minute_of_day >= settings.work_start_minute &&
-                      lt.minute_of_day < settings.work_end_minute;
+  bool working_hour =
+      InWindow(lt.minute_of_day, settings.work_start_minute, settings.work_end_minute);
   if (!working_day || !working_hour) {
     out.signals.push_back(
         {"after_hours", "Arrived " + std::string(kDayNames[lt.weekday]) + " " +

@@ -21,6 +21,8 @@ struct LocalTime {
 LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s);
 // "11:00", in the workspace's zone.
 std::string LocalClock(TimePoint t, const WorkspaceSettings& s);
+// True iff `minute` is in [from, until), a window that may wrap past midnight.
+bool InWindow(int minute, int from, int until);
 // The first daily-digest time strictly after `t`.
 TimePoint NextDigest(TimePoint t, const WorkspaceSettings& s);
 

@@ -169,6 +169,14 @@ TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
   }).ok());
 }
 
+TEST(LocalTimeTest, WindowsMayWrapMidnight) {
+  EXPECT_TRUE(InWindow(23 * 60, 22 * 60, 6 * 60));
+  EXPECT_TRUE(InWindow(5 * 60, 22 * 60, 6 * 60));
+  EXPECT_FALSE(InWindow(12 * 60, 22 * 60, 6 * 60));
+  EXPECT_TRUE(InWindow(9 * 60, 9 * 60, 18 * 60));
+  EXPECT_FALSE(InWindow(18 * 60, 9 * 60, 18 * 60));
+}
+
 TEST(LocalTimeTest, OffsetsWeekdaysAndDigest) {
   WorkspaceSettings s;
   s.utc_offset_minutes = -5 * 60;

@@ -28,6 +28,18 @@ constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
 // with a new release of the server).
 constexpr int64_t kListTtlMs = 3'600'000;
 
+// The methods we name in metrics and logs; anything else is "other", so that clients
+// cannot mint metric keys.
+const char* MetricMethod(const std::string& m) {
+  static const char* const kKnown[] = {"initialize", "ping", "tools/list", "tools/call",
+                                       "server/discover", "notifications/initialized",
+                                       "notifications/cancelled"};
+  for (const char* k : kKnown) {
+    if (m == k) return k;
+  }
+  return "other";
+}
+
 bool IsLegacyVersion(const std::string& v) {
   return std::find(std::begin(kLegacyVersions), std::end(kLegacyVersions), v) !=
          std::end(kLegacyVersions);
@@ -138,7 +150,7 @@ McpResponse McpServer::Handle(const McpRequest& req) {
     out.method = "(response)";
     return out;
   }
-  out.method = msg.method;
+  out.method = MetricMethod(msg.method);
   const json& params = msg.params.is_null() ? json::object() : msg.params;
 
   // Era selection: `initialize` opens a session; a version in _meta is the stateless era.
@@ -215,7 +227,7 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     result = std::move(std::get<json>(called));
   } else {
     return Fail(std::move(out), id, Disposition::kUnknownMethod,
-                {rpc::kMethodNotFound, "Method not found: " + method, {}});
+                {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
   }
   result["resultType"] = "complete";
   result["_meta"] = {{kMetaServerInfo, ServerInfoJson()}};
@@ -256,6 +268,11 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     auto it = sessions_.find(*req.session_id);
+    if (it != sessions_.end() &&
+        clock_.Now() - it->second.last_used > limits::kSessionIdleExpiry) {
+      sessions_.erase(it);  // idle too long: expired
+      it = sessions_.end();
+    }
     if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) {
       return Fail(std::move(out), is_notification ? json(nullptr) : id,
                   Disposition::kUnknownSession, {rpc::kSessionNotFound, "Session not found", {}});
@@ -269,7 +286,6 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
                    {}});
     }
     s.last_used = clock_.Now();
-    if (method == "notifications/initialized") s.initialized = true;
   }
   if (is_notification) {
     out.disposition = Disposition::kAccepted;
@@ -293,7 +309,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     result = std::move(std::get<json>(called));
   } else {
     return Fail(std::move(out), id, Disposition::kReply,
-                {rpc::kMethodNotFound, "Method not found: " + method, {}});
+                {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
   }
   out.body = rpc::MakeResult(id, std::move(result));
   return out;
@@ -313,7 +329,7 @@ json McpServer::Initialize(const json& params, const AuthContext& auth, McpRespo
       });
     }
     if (sessions_.size() >= limits::kMaxSessions) return nullptr;
-    sessions_[session_id] = Session{auth.workspace_id, version, false, now};
+    sessions_[session_id] = Session{auth.workspace_id, now};
   }
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
@@ -329,11 +345,15 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
   }
-  out.tool = Utf8Prefix(name->get_ref<const std::string&>(), limits::kMaxToolNameChars);
   if (!tools_.Has(*name)) {
+    out.tool = "other";
     out.status = "unknown_tool";
-    return RpcFailure{{rpc::kInvalidParams, "Unknown tool: " + out.tool, {}}};
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Unknown tool: " +
+                           Utf8Prefix(name->get_ref<const std::string&>(), limits::kMaxToolNameChars),
+                       {}}};
   }
+  out.tool = name->get<std::string>();
   json args = params.value("arguments", json::object());
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};

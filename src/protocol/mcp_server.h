@@ -94,8 +94,6 @@ class McpServer {
  private:
   struct Session {
     std::string workspace_id;
-    std::string version;
-    bool initialized = false;
     TimePoint last_used;
   };
 

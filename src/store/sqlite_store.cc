@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/json_text.h"
 #include "core/time.h"
 #include <nlohmann/json.hpp>
 #include "store/migrations.h"
@@ -546,7 +547,7 @@ class SqliteTx final : public WriteTx {
 
   Status SetSettings(const std::string& ws, const WorkspaceSettings& settings) override {
     Stmt s = c_.Prepare("UPDATE workspaces SET settings = ? WHERE id = ?");
-    return s.Bind(1, SettingsToJson(settings).dump()).Bind(2, ws).Run();
+    return s.Bind(1, DumpJson(SettingsToJson(settings))).Bind(2, ws).Run();
   }
 
   Status InsertRule(const Rule& r) override {
@@ -559,9 +560,9 @@ class SqliteTx final : public WriteTx {
         .Bind(3, r.name)
         .Bind(4, r.origin)
         .Bind(5, r.summary)
-        .Bind(6, RuleDefinitionJson(r).dump())
+        .Bind(6, DumpJson(RuleDefinitionJson(r)))
         .Bind(7, static_cast<int64_t>(r.position))
-        .Bind(8, nlohmann::json(r.evidence).dump())
+        .Bind(8, DumpJson(nlohmann::json(r.evidence)))
         .Bind(9, r.support)
         .Bind(10, r.contradictions)
         .Bind(11, r.hits)
@@ -605,8 +606,8 @@ class SqliteTx final : public WriteTx {
         .Bind(11, d.trace_id)
         .Bind(12, d.agent_version)
         .Bind(13, d.world_version)
-        .Bind(14, nlohmann::json(d.source_episode_ids).dump())
-        .Bind(15, d.details.dump())
+        .Bind(14, DumpJson(nlohmann::json(d.source_episode_ids)))
+        .Bind(15, DumpJson(d.details))
         .Bind(16, d.notification_id)
         .Bind(17, d.triage_decision_id)
         .Bind(18, d.ledger_entry_id)
@@ -988,7 +989,7 @@ class SqliteTx final : public WriteTx {
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, entity_id) DO UPDATE"
         " SET streak = excluded.streak, evidence = excluded.evidence");
     return s.Bind(1, ws).Bind(2, cls).Bind(3, entity_id).Bind(4, t.streak)
-        .Bind(5, nlohmann::json(t.evidence).dump()).Run();
+        .Bind(5, DumpJson(nlohmann::json(t.evidence))).Run();
   }
 
   Status AppendLedger(const LedgerEntry& e) override {
@@ -997,7 +998,7 @@ class SqliteTx final : public WriteTx {
         " provenance, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Status st = s.Bind(1, e.id).Bind(2, e.workspace_id).Bind(3, e.seq).Bind(4, e.action_id)
         .Bind(5, e.decision_id).Bind(6, e.event).Bind(7, e.occurred_at)
-        .Bind(8, e.provenance.dump()).Bind(9, e.detail.dump()).Bind(10, e.prev_hash)
+        .Bind(8, DumpJson(e.provenance)).Bind(9, DumpJson(e.detail)).Bind(10, e.prev_hash)
         .Bind(11, e.hash).Run();
     CORTEX_RETURN_IF_ERROR(st);
     Stmt anchor = c_.Prepare("UPDATE workspaces SET ledger_seq = ?, ledger_head = ? WHERE id = ?");
@@ -1108,7 +1109,14 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(write_mu_);
     CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
     SqliteTx tx(*writer_);
-    Status st = fn(tx);
+    Status st;
+    try {
+      st = fn(tx);
+    } catch (...) {
+      // Never leave the writer inside a transaction: that would hold the write lock.
+      (void)writer_->Exec("ROLLBACK");
+      throw;
+    }
     if (st.ok()) st = writer_->Exec("COMMIT");
     if (!st.ok()) (void)writer_->Exec("ROLLBACK");
     return st;

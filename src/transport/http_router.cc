@@ -176,7 +176,11 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
 
 HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   std::string path = req.target.substr(0, req.target.find('?'));
-  log.route = req.method + " " + path;
+  // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
+  bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" || path == "/v1/episodes";
+  bool known_method = req.method == "GET" || req.method == "POST" || req.method == "DELETE" ||
+                      req.method == "HEAD";
+  log.route = (known_method ? req.method : std::string("OTHER")) + " " + (known ? path : "other");
   log.status = "ok";
 
   if (path == "/healthz") {
@@ -193,7 +197,7 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   bool is_mcp = path == "/mcp";
   if (!is_mcp && path != "/v1/episodes") {
     log.status = "not_found";
-    return Problem(404, "not_found", "no such endpoint: " + path);
+    return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
 
   // DNS-rebinding protection (MCP transports §Security): a browser page on another origin

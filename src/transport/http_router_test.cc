@@ -185,5 +185,16 @@ TEST_F(HttpRouterTest, UnknownPathIs404) {
   EXPECT_EQ(Send(r).status, 404);
 }
 
+TEST_F(HttpRouterTest, ClientsCannotMintMetricKeys) {
+  RequestLog log;
+  router_->Handle(HttpRequest{"GET", "/random-path-12345", {}, ""}, log);
+  EXPECT_EQ(log.route, "GET other");
+  router_->Handle(Post("/mcp",
+                       R"({"jsonrpc":"2.0","id":1,"method":"made/up/123","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
+                       token_),
+                  log);
+  EXPECT_EQ(log.method, "other");
+}
+
 }  // namespace
 }  // namespace cortex
