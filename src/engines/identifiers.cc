@@ -14,12 +14,6 @@ bool IsHandleChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
 }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 Result<std::string> NormalizeIdentifier(const std::string& raw) {
@@ -30,7 +24,7 @@ Result<std::string> NormalizeIdentifier(const std::string& raw) {
   if (raw.empty() || raw.size() > limits::kMaxIdentifierChars) return bad();
   if (raw[0] == '@') {
     if (raw.size() < 2 || !std::all_of(raw.begin() + 1, raw.end(), IsHandleChar)) return bad();
-    return Lower(raw);
+    return AsciiLower(raw);
   }
   if (raw[0] == '+') {
     std::string digits = "+";
@@ -59,7 +53,7 @@ Result<std::string> NormalizeIdentifier(const std::string& raw) {
       return bad();
     }
   }
-  return Lower(raw);
+  return AsciiLower(raw);
 }
 
 Result<Entity> ResolveEntity(ReadTx& tx, const std::string& ws, const std::string& ref) {

@@ -24,28 +24,8 @@ const char* const kKnownSignals[] = {"vip_counterparty", "active_focus_block", "
                                      "awaiting_your_reply", "urgent_language", "after_hours",
                                      "thread_active"};
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-// Whole-word, case-insensitive search of `word` (which may hold spaces, e.g. "by eod").
-bool HasWord(const std::string& lowered_text, const std::string& word) {
-  size_t pos = 0;
-  while ((pos = lowered_text.find(word, pos)) != std::string::npos) {
-    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-    bool left = pos == 0 || !is_word(lowered_text[pos - 1]);
-    size_t end = pos + word.size();
-    bool right = end >= lowered_text.size() || !is_word(lowered_text[end]);
-    if (left && right) return true;
-    pos = end;
-  }
-  return false;
 }
 
 int Specificity(const Rule& r) {
@@ -143,7 +123,7 @@ Result<unsigned> Weekdays(const YAML::Node& node, const std::string& field) {
   if (!list.ok()) return list.status();
   unsigned mask = 0;
   for (const std::string& raw : *list) {
-    std::string d = Lower(raw).substr(0, 3);
+    std::string d = AsciiLower(raw).substr(0, 3);
     auto it = std::find(std::begin(kWeekdays), std::end(kWeekdays), d);
     if (raw.size() < 3 || it == std::end(kWeekdays)) {
       return FileError::At(node, "'" + raw + "' is not a weekday (mon, tue, ... sun)");
@@ -191,7 +171,7 @@ Status ParseConditions(const YAML::Node& when, RuleConditions* c) {
   if (when["tags"]) {
     auto list = List(when["tags"], "tags");
     if (!list.ok()) return list.status();
-    for (const std::string& t : *list) c->tags.push_back(Lower(t));
+    for (const std::string& t : *list) c->tags.push_back(AsciiLower(t));
   }
   if (when["counterparty"]) {
     auto list = List(when["counterparty"], "counterparty");
@@ -210,12 +190,12 @@ Status ParseConditions(const YAML::Node& when, RuleConditions* c) {
   if (when["channel"]) {
     auto list = List(when["channel"], "channel");
     if (!list.ok()) return list.status();
-    for (const std::string& ch : *list) c->channels.push_back(Lower(ch));
+    for (const std::string& ch : *list) c->channels.push_back(AsciiLower(ch));
   }
   if (when["words"]) {
     auto list = List(when["words"], "words");
     if (!list.ok()) return list.status();
-    for (const std::string& w : *list) c->words.push_back(Lower(w));
+    for (const std::string& w : *list) c->words.push_back(AsciiLower(w));
   }
   if (when["hours"]) {
     int from = 0, until = 0;
@@ -397,10 +377,9 @@ bool RuleMatches(const Rule& rule, const Situation& s) {
   }
   if (!c.words.empty()) {
     if (s.episode == nullptr) return false;
-    std::string text =
-        Lower(s.episode->subject + "\n" + s.episode->summary + "\n" + s.episode->body);
+    std::string text = MessageText(*s.episode);
     bool any = std::any_of(c.words.begin(), c.words.end(),
-                           [&](const std::string& w) { return HasWord(text, w); });
+                           [&](const std::string& w) { return HasWholeWord(text, w); });
     if (!any) return false;
   }
   if (c.from_minute && c.until_minute) {

@@ -1,3 +1,4 @@
+#include "core/json_text.h"
 #include "engines/signals.h"
 
 #include <algorithm>
@@ -23,25 +24,10 @@ constexpr hours kThreadWindow{24};          // ...within this window make it act
 constexpr hours kAwaitingWindow{24 * 7};    // unanswered messages older than this are stale
 constexpr hours kMaxBlockLength{24 * 14};   // longest calendar block looked back for
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 std::optional<std::string> UrgentWord(const Episode& ep) {
-  std::string text = Lower(ep.subject + "\n" + ep.summary + "\n" + ep.body);
+  std::string text = MessageText(ep);
   for (const char* word : kUrgentWords) {
-    std::string w = word;
-    size_t pos = 0;
-    while ((pos = text.find(w, pos)) != std::string::npos) {
-      auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-      size_t end = pos + w.size();
-      if ((pos == 0 || !is_word(text[pos - 1])) && (end >= text.size() || !is_word(text[end]))) {
-        return w;
-      }
-      pos = end;
-    }
+    if (HasWholeWord(text, word)) return std::string(word);
   }
   return std::nullopt;
 }
@@ -73,6 +59,23 @@ LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s) {
   lt.minute_of_day = static_cast<int>(minutes_since_epoch - day * 1440);
   lt.weekday = static_cast<int>(((day % 7) + 7 + 3) % 7);  // 1970-01-01 was a Thursday
   return lt;
+}
+
+std::string MessageText(const Episode& ep) {
+  return AsciiLower(ep.subject + "\n" + ep.summary + "\n" + ep.body);
+}
+
+bool HasWholeWord(const std::string& text, const std::string& word) {
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  size_t pos = 0;
+  while ((pos = text.find(word, pos)) != std::string::npos) {
+    size_t end = pos + word.size();
+    if ((pos == 0 || !is_word(text[pos - 1])) && (end >= text.size() || !is_word(text[end]))) {
+      return true;
+    }
+    pos = end;
+  }
+  return false;
 }
 
 bool InWindow(int minute, int from, int until) {

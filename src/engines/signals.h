@@ -21,6 +21,11 @@ struct LocalTime {
 LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s);
 // "11:00", in the workspace's zone.
 std::string LocalClock(TimePoint t, const WorkspaceSettings& s);
+// Subject, summary and body, lowercased: what word conditions look at.
+std::string MessageText(const Episode& ep);
+// True iff `word` (lowercase; may hold spaces, e.g. "by eod") occurs in `text` as a whole word.
+bool HasWholeWord(const std::string& text, const std::string& word);
+
 // True iff `minute` is in [from, until), a window that may wrap past midnight.
 bool InWindow(int minute, int from, int until);
 // The first daily-digest time strictly after `t`.

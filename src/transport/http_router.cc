@@ -16,12 +16,6 @@ namespace {
 
 constexpr char kAuthChallenge[] = "Bearer realm=\"cortex\"";
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 HttpResponse Json(int status, const json& body) {
   HttpResponse r;
   r.status = status;
@@ -42,7 +36,7 @@ HttpResponse RpcProblem(int status, int code, const std::string& message) {
 
 // The host part of "host[:port]" / "[v6]:port", lowercased.
 std::string HostOnly(const std::string& hostport) {
-  std::string h = Lower(hostport);
+  std::string h = AsciiLower(hostport);
   if (!h.empty() && h[0] == '[') {
     size_t close = h.find(']');
     return close == std::string::npos ? h : h.substr(0, close + 1);
@@ -63,7 +57,7 @@ struct Accepts {
 
 Accepts ParseAccept(const std::string* accept) {
   if (accept == nullptr) return {true, false};
-  std::string a = Lower(*accept);
+  std::string a = AsciiLower(*accept);
   Accepts out;
   out.sse = a.find("text/event-stream") != std::string::npos;
   out.json = a.find("application/json") != std::string::npos ||
@@ -115,9 +109,9 @@ HttpResponse HttpRouter::TooLarge(size_t limit) {
 }
 
 bool HttpRouter::OriginAllowed(const std::string& origin) const {
-  std::string o = Lower(origin);
+  std::string o = AsciiLower(origin);
   for (const std::string& allowed : options_.allowed_origins) {
-    if (o == Lower(allowed)) return true;
+    if (o == AsciiLower(allowed)) return true;
   }
   for (const char* scheme : {"http://", "https://"}) {
     size_t n = std::char_traits<char>::length(scheme);
@@ -149,7 +143,7 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
   if (header == nullptr) {
     *reject = Problem(401, "unauthorized", "missing bearer token");
     reject->headers.emplace_back("WWW-Authenticate", kAuthChallenge);
-  } else if (Lower(header->substr(0, 7)) != "bearer ") {
+  } else if (AsciiLower(header->substr(0, 7)) != "bearer ") {
     *reject = Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
     reject->headers.emplace_back("WWW-Authenticate", std::string(kAuthChallenge) +
                                                          ", error=\"invalid_request\"");
@@ -279,7 +273,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   }
 
   const std::string* content_type = req.Header("content-type");
-  if (content_type == nullptr || Lower(*content_type).rfind("application/json", 0) != 0) {
+  if (content_type == nullptr || AsciiLower(*content_type).rfind("application/json", 0) != 0) {
     log.status = "unsupported_media_type";
     return RpcProblem(415, rpc::kInvalidRequest,
                       "Unsupported Media Type: Content-Type must be application/json");

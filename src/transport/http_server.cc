@@ -54,12 +54,6 @@ struct HttpServer::Impl {
 
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -106,7 +100,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     parser_->body_limit(limit);
     stream_.expires_after(limits::kReadTimeout);
-    if (Lower(req[http::field::expect]) == "100-continue") {
+    if (AsciiLower(req[http::field::expect]) == "100-continue") {
       auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*msg),
                        [self = shared_from_this(), msg](beast::error_code ec2, size_t) {
@@ -133,7 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.method = std::string(raw.method_string());
     req.target = std::string(raw.target());
     for (const auto& field : raw) {
-      req.headers.emplace_back(Lower(field.name_string()), std::string(field.value()));
+      req.headers.emplace_back(AsciiLower(field.name_string()), std::string(field.value()));
     }
     req.body = std::move(raw.body());
     bool keep_alive = raw.keep_alive();
