@@ -329,7 +329,7 @@ json McpServer::Initialize(const json& params, const AuthContext& auth, McpRespo
       });
     }
     if (sessions_.size() >= limits::kMaxSessions) return nullptr;
-    sessions_[session_id] = Session{auth.workspace_id, now};
+    sessions_[session_id] = Session{auth.workspace_id, now, 0};
   }
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
@@ -380,6 +380,23 @@ bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
   if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) return false;
   sessions_.erase(it);
   return true;
+}
+
+bool McpServer::OpenStream(const std::string& id, const AuthContext& auth) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id ||
+      it->second.streams >= limits::kMaxStreamsPerSession) {
+    return false;
+  }
+  ++it->second.streams;
+  return true;
+}
+
+void McpServer::CloseStream(const std::string& id) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(id);
+  if (it != sessions_.end() && it->second.streams > 0) --it->second.streams;
 }
 
 bool McpServer::HasSession(const std::string& id) {

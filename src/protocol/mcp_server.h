@@ -89,12 +89,17 @@ class McpServer {
   bool SessionExists(const std::string& id, const AuthContext& auth);
   bool EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
+  // Counts a GET /mcp stream of session `id`: false if the session is unknown, not the
+  // caller's, or already has limits::kMaxStreamsPerSession streams open.
+  bool OpenStream(const std::string& id, const AuthContext& auth);
+  void CloseStream(const std::string& id);
   size_t session_count();
 
  private:
   struct Session {
     std::string workspace_id;
     TimePoint last_used;
+    size_t streams = 0;  // open GET /mcp streams
   };
 
   McpResponse HandleModern(const McpRequest& req, const nlohmann::json& id,

@@ -132,6 +132,8 @@ bool HttpRouter::HostAllowed(const std::string& host) const {
 
 bool HttpRouter::StreamAlive(const std::string& session) { return mcp_.HasSession(session); }
 
+void HttpRouter::StreamClosed(const std::string& session) { mcp_.CloseStream(session); }
+
 bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
                               RequestLog& log) {
   if (options_.insecure_no_auth) {
@@ -238,6 +240,14 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     if (!mcp_.SessionExists(*session, auth)) {
       log.status = "session_not_found";
       return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
+    }
+    if (!mcp_.OpenStream(*session, auth)) {
+      log.status = "too_many_streams";
+      HttpResponse r = RpcProblem(429, rpc::kInvalidRequest,
+                                  "Too many open streams for this session (at most " +
+                                      std::to_string(limits::kMaxStreamsPerSession) + ")");
+      r.headers.emplace_back("Retry-After", "15");
+      return r;
     }
     HttpResponse r;
     r.status = 200;

@@ -67,6 +67,8 @@ class HttpRouter {
 
   // Whether the stream opened for `session` should stay open (false once it is deleted).
   bool StreamAlive(const std::string& session);
+  // The transport closed a stream that Handle() opened.
+  void StreamClosed(const std::string& session);
 
   // The answer for a request whose body exceeded its limit (the transport stops reading).
   static HttpResponse TooLarge(size_t limit);

@@ -139,6 +139,11 @@ TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
   EXPECT_EQ(stream.status, 200);
   EXPECT_TRUE(stream.open_stream);
   EXPECT_TRUE(router_->StreamAlive(sid));
+  // At most kMaxStreamsPerSession streams per session; closing one frees a slot.
+  for (size_t i = 1; i < limits::kMaxStreamsPerSession; ++i) EXPECT_EQ(Send(get).status, 200);
+  EXPECT_EQ(Send(get).status, 429);
+  router_->StreamClosed(sid);
+  EXPECT_EQ(Send(get).status, 200);
   HttpRequest del = get;
   del.method = "DELETE";
   EXPECT_EQ(Send(del).status, 200);

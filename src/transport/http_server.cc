@@ -236,6 +236,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (closed_) return;
     closed_ = true;
+    if (streaming_) server_.router.StreamClosed(session_);
     timer_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
