@@ -4,7 +4,10 @@
 // (decision.list status pending), meta.why_this_action, trust levels set with
 // `cortex trust set` while the server runs, and delivery through each
 // connector: outbox (JSONL file), webhook (signed, retried on 503), a process
-// SIGKILLed between commit and delivery, and SMTP (npm smtp-server).
+// SIGKILLed between commit and delivery, and SMTP (npm smtp-server); earned
+// trust ([trust] approvals_to_raise: approvals raise a level, a rejection
+// lowers it), five concurrent approvals of one decision on five connections,
+// and the OpenAI-compatible model drafter (a fake model) with its daily budget.
 // `cortex ledger verify` must pass on every data dir at the end.
 //
 //   CORTEX_BIN=/path/to/cortex node v1_actions.mjs
@@ -49,7 +52,7 @@ const SEED_DRAFT = 'Hi Sarah,\n\nQuick check — does Tuesday 2pm still work?\n\
 const WHY_KEYS = ['action_id', 'rule_summary', 'confidence', 'contributing_episodes', 'agent_version', 'world_version'];
 const WEBHOOK_SECRET = 'whsec-interop-test-secret';
 const SMTP_FROM = 'cortex@example.test';
-const suite = new Suite('v1_actions', 52);
+const suite = new Suite('v1_actions', 80);
 
 // ---------------------------------------------------------------- helpers
 
@@ -182,11 +185,70 @@ async function readJsonl(path) {
 }
 
 async function writeConfig(dir, name, delivery) {
-    const lines = ['[delivery]'];
-    for (const [k, v] of Object.entries(delivery)) lines.push(`${k} = ${typeof v === 'string' ? JSON.stringify(v) : v}`);
+    return writeToml(dir, name, { delivery });
+}
+
+/** Writes a TOML config of {section: {key: value}} (strings quoted, numbers bare). */
+async function writeToml(dir, name, sections) {
+    const lines = [];
+    for (const [section, keys] of Object.entries(sections)) {
+        lines.push(`[${section}]`);
+        for (const [k, v] of Object.entries(keys)) lines.push(`${k} = ${typeof v === 'string' ? JSON.stringify(v) : v}`);
+        lines.push('');
+    }
     const path = join(dir, name);
-    await writeFile(path, lines.join('\n') + '\n');
+    await writeFile(path, lines.join('\n'));
     return path;
+}
+
+/**
+ * A fake OpenAI-compatible model on 127.0.0.1: POST /v1/chat/completions
+ * answers "MODEL: <first line of the last user message>"; records every request.
+ */
+function startModelServer(suite) {
+    const requests = [];
+    const server = createHttpServer((req, res) => {
+        const chunks = [];
+        req.on('data', c => chunks.push(c));
+        req.on('end', () => {
+            const raw = Buffer.concat(chunks).toString('utf8');
+            let body;
+            try {
+                body = JSON.parse(raw);
+            } catch {
+                body = undefined;
+            }
+            requests.push({ at: Date.now(), method: req.method, url: req.url, raw, body });
+            if (req.method !== 'POST' || req.url !== '/v1/chat/completions' || !body) {
+                res.writeHead(404, { 'content-type': 'text/plain' });
+                res.end('not found');
+                return;
+            }
+            const users = (Array.isArray(body.messages) ? body.messages : []).filter(m => m?.role === 'user');
+            const last = String(users.at(-1)?.content ?? '');
+            const answer = { choices: [{ index: 0, message: { role: 'assistant', content: `MODEL: ${last.split('\n')[0]}` } }] };
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(answer));
+        });
+    });
+    const closed = new Promise(resolve => server.on('close', resolve));
+    const model = {
+        requests,
+        url: '',
+        async close() {
+            server.closeAllConnections?.();
+            server.close();
+            await closed;
+        }
+    };
+    suite.onCleanup(() => (server.listening ? model.close() : undefined));
+    return new Promise((resolve, reject) => {
+        server.on('error', reject);
+        server.listen(0, '127.0.0.1', () => {
+            model.url = `http://127.0.0.1:${server.address().port}/v1/chat/completions`;
+            resolve(model);
+        });
+    });
 }
 
 /**
@@ -681,9 +743,212 @@ await suite.run(async s => {
     });
     await s.check('SIGTERM stops the smtp server with exit code 0', () => expectSigtermExit0(serverD));
 
+    // ================================================================ E: earned trust ([trust] approvals_to_raise = 2)
+    const dirE = await makeDataDir(s, 'v1actions-trust');
+    dataDirs.push(['trust', dirE]);
+    const jsonlE = join(files, 'trust.jsonl');
+    const configE = await writeToml(files, 'trust.toml', { trust: { approvals_to_raise: 2 }, delivery: { connector: 'outbox', jsonl_path: jsonlE } });
+    const tokenE = await s.check('earned-trust data dir: `cortex demo`, token create (Sarah at the default level 1)', async () => {
+        await loadDemo(dirE);
+        return createToken(dirE, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverE = await s.check('serve --config ([trust] approvals_to_raise = 2, outbox jsonl_path) starts', () => startServer(s, dirE, { args: ['--config', configE] }), {
+        fatal: true
+    });
+    const errorsE = [];
+    const clientE = await s.check('v1 client connects to the earned-trust server', () => connect(serverE, tokenE, errorsE), { fatal: true });
+
+    const trustTransitions = () => listDecisions(clientE, { decision_class: 'trust_transition' });
+    /** A level-1 draft to Sarah, approved without edits. */
+    async function draftAndApprove(message, what) {
+        const body = await communicate(clientE, { to: SARAH, message }, 'pending_approval', `${what}: action.communicate`);
+        expect(/\bdraft\b/.test(body.message) && body.message.includes('trust level 1'), `${what}: message should say trust level 1, draft: ${show(body.message)}`);
+        const approved = await callOk(clientE, 'action.approve', { decision_id: body.decision_id }, `${what}: action.approve`);
+        expectEqual(approved.status, 'success', `${what}: action.approve status (message: ${show(approved.message)})`);
+        expectEqual(approved.decision_id, body.decision_id, `${what}: action.approve decision_id`);
+        return body;
+    }
+
+    await s.check('earned trust: 1st message to Sarah is pending_approval (level 1, draft), approved without edits; no trust_transition yet', async () => {
+        await draftAndApprove('Agenda for Thursday attached.', '1st');
+        expectEqual(await trustTransitions(), [], 'decision.list {decision_class: trust_transition} after one approval');
+    });
+
+    let raisedId;
+    await s.check('earned trust: 2nd approval without edits → one trust_transition "from 1 (draft) to 2 (supervised)"', async () => {
+        await draftAndApprove('Notes from the call are in the shared folder.', '2nd');
+        const rows = await trustTransitions();
+        expectEqual(rows.length, 1, `trust_transition decisions (${show(rows.map(d => d.payload_summary))})`);
+        const [raised] = rows;
+        expectEqual(raised.decision_class, 'trust_transition', 'decision_class');
+        expect(raised.payload_summary.includes('from 1 (draft) to 2 (supervised)'), `payload_summary: ${show(raised.payload_summary)}`);
+        expect(/^Raise\b/.test(raised.payload_summary), `payload_summary should say Raise: ${show(raised.payload_summary)}`);
+        raisedId = raised.decision_id;
+    });
+
+    const supervised = await s.check('earned trust: the next action.communicate to Sarah is pending_approval at level 2 (undo window, "supervised")', async () => {
+        const body = await communicate(clientE, { to: SARAH, message: 'Can you review the Q3 numbers by Friday?' }, 'pending_approval', 'action.communicate(level 2)');
+        expect(body.message.includes('supervised') && body.message.includes('trust level 2'), `message should say trust level 2, supervised: ${show(body.message)}`);
+        expect(/unless rejected/.test(body.message), `message should mention the undo window ("unless rejected"): ${show(body.message)}`);
+        expectEqual(await decisionStatus(clientE, body.decision_id), 'pending', 'decision status');
+        return body;
+    });
+
+    await s.check('earned trust: action.reject on it → a 2nd trust_transition lowers Sarah from 2 (supervised) to 1 (draft)', async () => {
+        expect(supervised, 'needs the level-2 action');
+        const body = await callOk(clientE, 'action.reject', { decision_id: supervised.decision_id, reason: 'Not yet' });
+        expectEqual(body.status, 'success', `action.reject status (message: ${show(body.message)})`);
+        expectEqual(await decisionStatus(clientE, supervised.decision_id), 'rejected', 'decision status');
+        const rows = await trustTransitions();
+        expectEqual(rows.length, 2, `trust_transition decisions (${show(rows.map(d => d.payload_summary))})`);
+        const lowered = rows.find(d => d.decision_id !== raisedId);
+        expect(lowered, `no new trust_transition decision besides ${raisedId}: ${show(rows)}`);
+        expect(lowered.payload_summary.includes('from 2 (supervised) to 1 (draft)'), `payload_summary: ${show(lowered.payload_summary)}`);
+        expect(/^Lower\b/.test(lowered.payload_summary), `payload_summary should say Lower: ${show(lowered.payload_summary)}`);
+    });
+
+    await s.check('earned trust: after the rejection the next send to Sarah is level 1 again ("draft" in the message)', async () => {
+        const body = await communicate(clientE, { to: SARAH, message: 'Lunch next week?' }, 'pending_approval', 'action.communicate(after rejection)');
+        expect(/\bdraft\b/.test(body.message) && body.message.includes('trust level 1'), `message should say trust level 1, draft: ${show(body.message)}`);
+        expect(!body.message.includes('supervised'), `message should not say supervised: ${show(body.message)}`);
+    });
+
+    await s.check('no transport errors on the earned-trust server session; session ends', async () => {
+        expect(errorsE.length === 0, `client.onerror saw: ${errorsE.map(describeError).join(' | ')}`);
+        await closeClient(clientE);
+    });
+    await s.check('SIGTERM stops the earned-trust server with exit code 0', () => expectSigtermExit0(serverE));
+
+    // ================================================================ F: concurrent approvals
+    const dirF = await makeDataDir(s, 'v1actions-race');
+    dataDirs.push(['race', dirF]);
+    const jsonlF = join(files, 'race.jsonl');
+    const configF = await writeConfig(files, 'race.toml', { connector: 'outbox', jsonl_path: jsonlF });
+    const tokenF = await s.check('race data dir: `cortex demo`, trust Sarah 1 (CLI), token create', async () => {
+        await loadDemo(dirF);
+        await trustSet(dirF, SARAH, 1);
+        return createToken(dirF, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverF = await s.check('serve --config (outbox, jsonl_path) starts on the race data dir', () => startServer(s, dirF, { args: ['--config', configF] }), {
+        fatal: true
+    });
+    const errorsF = [];
+    const clientF = await s.check('v1 client connects to the race server', () => connect(serverF, tokenF, errorsF), { fatal: true });
+
+    const racing = await s.check('race: action.communicate to Sarah at level 1 is pending_approval', () =>
+        communicate(clientF, { to: SARAH, message: 'Signed contract attached.', tone: 'warm' }, 'pending_approval')
+    );
+
+    await s.check('race: 5 concurrent action.approve (own client and connection each): exactly one success, four isError not_pending', async () => {
+        expect(racing, 'needs the pending action');
+        // Each racer gets its own error list, checked before close() (which aborts its GET stream).
+        const racerErrors = [];
+        const racers = await Promise.all(Array.from({ length: 5 }, () => connect(serverF, tokenF, racerErrors)));
+        try {
+            const results = await Promise.all(racers.map(c => c.callTool({ name: 'action.approve', arguments: { decision_id: racing.decision_id } })));
+            const ok = results.filter(r => r?.isError !== true);
+            const failed = results.filter(r => r?.isError === true);
+            expectEqual(ok.length, 1, `successful approvals (results: ${show(results.map(r => r?.structuredContent))})`);
+            const body = expectTextMirrorsStructured(ok[0], 'the winning action.approve');
+            expectEqual(body.status, 'success', `winner status (message: ${show(body.message)})`);
+            expectEqual(body.decision_id, racing.decision_id, 'winner decision_id');
+            expectEqual(body.action_id, racing.action_id, 'winner action_id');
+            expectEqual(failed.length, 4, 'failed approvals');
+            for (const [i, r] of failed.entries()) expectToolError(r, 'not_pending', `losing action.approve ${i + 1}`);
+            expect(racerErrors.length === 0, `client.onerror on the racing connections saw: ${racerErrors.map(describeError).join(' | ')}`);
+        } finally {
+            for (const c of racers) await closeClient(c).catch(() => {});
+        }
+    });
+
+    await s.check('race: the outbox JSONL receives the message exactly once; the decision is delivered', async () => {
+        expect(racing, 'needs the approved action');
+        const mine = async () => (await readJsonl(jsonlF)).filter(m => m.action_id === racing.action_id);
+        await waitFor(async () => (await mine()).length > 0, 5_000, `a line for ${racing.action_id} in ${jsonlF}`);
+        await sleep(1_000); // a second delivery would show up by now
+        const all = await readJsonl(jsonlF);
+        expectEqual(all.length, 1, `lines in ${jsonlF}`);
+        expectEqual(all[0].action_id, racing.action_id, 'action_id');
+        expectEqual(all[0].to, SARAH, 'to');
+        expectEqual(all[0].body, 'Hi Sarah,\n\nSigned contract attached.\n\nThanks so much!', 'body');
+        await waitForStatus(clientF, racing.decision_id, 'delivered', 5_000);
+    });
+
+    await s.check('no transport errors on the race server session; session ends', async () => {
+        expect(errorsF.length === 0, `client.onerror saw: ${errorsF.map(describeError).join(' | ')}`);
+        await closeClient(clientF);
+    });
+    await s.check('SIGTERM stops the race server with exit code 0', () => expectSigtermExit0(serverF));
+
+    // ================================================================ G: the model drafter and its daily budget
+    const model = await s.check('fake model (POST /v1/chat/completions answers "MODEL: <first line>") listens', () => startModelServer(s), { fatal: true });
+    const dirG = await makeDataDir(s, 'v1actions-model');
+    dataDirs.push(['model', dirG]);
+    const jsonlG = join(files, 'model.jsonl');
+    const configG = await writeToml(files, 'model.toml', {
+        drafter: { kind: 'openai', url: model.url, model: 'm', daily_budget: 1, timeout_seconds: 10 },
+        delivery: { connector: 'outbox', jsonl_path: jsonlG }
+    });
+    const tokenG = await s.check('model data dir: `cortex demo`, trust Sarah 3 (CLI), token create', async () => {
+        await loadDemo(dirG);
+        await trustSet(dirG, SARAH, 3);
+        return createToken(dirG, WORKSPACE, 'read,act');
+    }, { fatal: true });
+    const serverG = await s.check('serve --config ([drafter] kind openai, model m, daily_budget 1) starts', () => startServer(s, dirG, { args: ['--config', configG] }), {
+        fatal: true
+    });
+    const errorsG = [];
+    const clientG = await s.check('v1 client connects to the model-drafter server', () => connect(serverG, tokenG, errorsG), { fatal: true });
+
+    const drafted = await s.check('model drafter: action.communicate to Sarah at level 3 is success; the JSONL gets body "MODEL: ..."', async () => {
+        const body = await communicate(clientG, { to: SARAH, message: 'Budget approved for the offsite.\nDetails to follow.', tone: 'warm', context: 'Finance sign-off' }, 'success');
+        const lines = await waitFor(
+            async () => {
+                const l = (await readJsonl(jsonlG)).filter(m => m.action_id === body.action_id);
+                return l.length > 0 ? l : null;
+            },
+            5_000,
+            `a JSONL line for ${body.action_id}`
+        );
+        expectEqual(lines.length, 1, 'JSONL lines');
+        expectEqual(lines[0].to, SARAH, 'to');
+        expectEqual(lines[0].body, 'MODEL: Budget approved for the offsite.', 'body');
+        return body;
+    });
+
+    await s.check('model drafter: the fake model got one POST with model "m" and the message as the last user turn', () => {
+        expect(drafted, 'needs the drafted action');
+        expectEqual(model.requests.length, 1, `requests to the fake model (${show(model.requests.map(r => `${r.method} ${r.url}`))})`);
+        const [r] = model.requests;
+        expectEqual(`${r.method} ${r.url}`, 'POST /v1/chat/completions', 'request line');
+        expectEqual(r.body?.model, 'm', 'request body.model');
+        const users = (r.body?.messages ?? []).filter(m => m?.role === 'user');
+        expect(users.length > 0 && String(users.at(-1).content).startsWith('Budget approved for the offsite.'), `last user message: ${show(r.body?.messages)}`);
+    });
+
+    await s.check('model drafter: budget spent → 2nd action.communicate isError quota_exceeded, quota inference_units_per_day, retry_after_s > 0', async () => {
+        const result = await clientG.callTool({ name: 'action.communicate', arguments: { to: SARAH, message: 'One more thing.', tone: 'warm' } });
+        const body = expectToolError(result, 'quota_exceeded', 'action.communicate(over budget)');
+        expectEqual(body.quota, 'inference_units_per_day', 'quota');
+        expect(Number.isInteger(body.retry_after_s) && body.retry_after_s > 0 && body.retry_after_s <= 86_400, `retry_after_s must be an integer in (0, 86400], got ${show(body.retry_after_s)}`);
+    });
+
+    await s.check('model drafter: the fake model was not called a second time; nothing more in the JSONL', async () => {
+        await sleep(1_000);
+        expectEqual(model.requests.length, 1, 'requests to the fake model');
+        const lines = await readJsonl(jsonlG);
+        expectEqual(lines.map(l => l.action_id), drafted ? [drafted.action_id] : [], 'JSONL action_ids');
+    });
+
+    await s.check('no transport errors on the model-drafter server session; session ends', async () => {
+        expect(errorsG.length === 0, `client.onerror saw: ${errorsG.map(describeError).join(' | ')}`);
+        await closeClient(clientG);
+    });
+    await s.check('SIGTERM stops the model-drafter server with exit code 0', () => expectSigtermExit0(serverG));
+
     // ================================================================ 8. ledgers
-    await s.check('`cortex ledger verify` exits 0 on every data dir (outbox, webhook, crash, smtp)', async () => {
-        expectEqual(dataDirs.map(([name]) => name), ['outbox', 'webhook', 'crash', 'smtp'], 'data dirs');
+    await s.check('`cortex ledger verify` exits 0 on every data dir (outbox, webhook, crash, smtp, trust, race, model)', async () => {
+        expectEqual(dataDirs.map(([name]) => name), ['outbox', 'webhook', 'crash', 'smtp', 'trust', 'race', 'model'], 'data dirs');
         for (const [name, dir] of dataDirs) {
             const r = await cortex('ledger', 'verify', '--data', dir);
             expect(r.code === 0, `${name}: ledger verify exited ${show(r.code)}; stdout: ${r.stdout.trim()} stderr: ${r.stderr.trim()}`);
