@@ -154,7 +154,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
                  "never use this outside tests",
                  ws->name);
   }
-  McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions});
+  McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions},
+                config->actions.quotas);
   RouterOptions router_options;
   router_options.insecure_no_auth = options.insecure_no_auth;
   router_options.allowed_origins = options.allowed_origins;
@@ -164,7 +165,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   Metrics metrics;
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
-  HttpServer server(router, metrics, HttpServerOptions{hp->host, hp->port, options.threads});
+  HttpServer server(router, metrics, HttpServerOptions{hp->host, hp->port, options.threads, config->http});
   auto port = server.Bind();
   if (!port.ok()) {
     spdlog::error("{}", port.status().message());
@@ -208,11 +209,13 @@ int RunStdio(const std::string& data_dir, const std::string& config_path,
   }
   BackgroundWork background(**store, ProcessClock(), *config, **connector);
   McpServer mcp(registry, **store, ProcessClock(),
-                ServerInfo{.instructions = kCortexInstructions});
+                ServerInfo{.instructions = kCortexInstructions}, config->actions.quotas);
   Metrics metrics;
   spdlog::info("cortex {} serving MCP on stdio for workspace '{}'", CORTEX_VERSION,
                auth->workspace_name);
-  return ServeStdio(mcp, *auth, metrics, std::cin, std::cout);
+  Store& s = **store;
+  return ServeStdio(
+      mcp, [&s, &token] { return Authenticate(s, token); }, metrics, std::cin, std::cout);
 }
 
 }  // namespace cortex

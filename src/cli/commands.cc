@@ -11,10 +11,12 @@
 
 #include "core/clock.h"
 #include "core/time.h"
+#include "engines/config.h"
 #include "engines/demo_world.h"
 #include "engines/ingest.h"
 #include "engines/ledger.h"
 #include "engines/rules.h"
+#include "engines/quotas.h"
 #include "engines/trust.h"
 #include "core/ids.h"
 #include "engines/tokens.h"
@@ -235,6 +237,70 @@ int CmdTrustList(const std::string& data, const std::string& workspace) {
               << (t.level ? std::to_string(*t.level) + " (" + LevelName(*t.level) + ")" : "-")
               << "\t" << (t.ceiling ? std::to_string(*t.ceiling) : "-") << "\t"
               << FormatTime(t.updated_at) << "\n";
+  }
+  return 0;
+}
+
+int CmdQuotaSet(const std::string& data, const std::string& workspace, const std::string& name,
+                const std::string& value) {
+  if (FindQuota(name) == nullptr) {
+    std::string known;
+    for (const QuotaField& f : kQuotaFields) known += (known.empty() ? "" : ", ") + std::string(f.name);
+    return Fail(Status::InvalidArgument("unknown quota '" + name + "' (" + known + ")"));
+  }
+  std::optional<int64_t> limit;
+  if (value != "default") {
+    size_t used = 0;
+    try {
+      limit = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || *limit < 0 || *limit > kMaxQuotaValue) {
+      return Fail(Status::InvalidArgument("value must be a whole number from 0 to " +
+                                          std::to_string(kMaxQuotaValue) + ", or 'default'"));
+    }
+  }
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  Status st = (*store)->Write(
+      [&](WriteTx& tx) -> Status { return tx.SetQuotaOverride(ws->id, name, limit); });
+  if (!st.ok()) return Fail(st);
+  std::cout << "quota " << name << " for " << workspace << ": "
+            << (limit ? std::to_string(*limit) : "the default") << "\n";
+  return 0;
+}
+
+int CmdQuotaList(const std::string& data, const std::string& workspace,
+                 const std::string& config) {
+  auto loaded = LoadConfig(config);
+  if (!loaded.ok()) return Fail(loaded.status());
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  std::vector<std::pair<std::string, int64_t>> overrides;
+  Status st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto got = tx.QuotaOverrides(ws->id);
+    if (!got.ok()) return got.status();
+    overrides = std::move(*got);
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  const QuotaLimits& defaults = loaded->actions.quotas;
+  std::cout << "QUOTA\tLIMIT\tSOURCE\n";
+  for (const QuotaField& f : kQuotaFields) {
+    int64_t v = defaults.*(f.value);
+    std::string source = config.empty() ? "default" : "config";
+    for (const auto& [name, value] : overrides) {
+      if (name == f.name) {
+        v = value;
+        source = "workspace";
+      }
+    }
+    std::cout << f.name << "\t" << v << "\t" << source << "\n";
   }
   return 0;
 }

@@ -19,6 +19,12 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
 int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
                 const std::string& scope, std::optional<int> level, std::optional<int> ceiling);
 int CmdTrustList(const std::string& data, const std::string& workspace);
+// `value` is a number, or "default" to drop the workspace's override.
+int CmdQuotaSet(const std::string& data, const std::string& workspace, const std::string& name,
+                const std::string& value);
+// The effective limits: the config's defaults (`config`, may be empty) and the overrides.
+int CmdQuotaList(const std::string& data, const std::string& workspace,
+                 const std::string& config);
 int CmdLedgerVerify(const std::string& data, const std::string& workspace);
 int CmdMigrate(const std::string& data);
 int CmdDemo(const std::string& data);

@@ -139,6 +139,23 @@ int main(int argc, char** argv) {
   trust_list->add_option("--workspace", workspace, "Workspace")->required();
   trust_list->callback([&] { rc = CmdTrustList(data_dir, workspace); });
 
+  // quota set|list
+  auto* quota_cmd = app.add_subcommand("quota", "Set and list a workspace's quotas");
+  quota_cmd->require_subcommand(1);
+  std::string quota_name, quota_value, quota_config;
+  auto* quota_set = quota_cmd->add_subcommand(
+      "set", "Override one quota for a workspace (\"default\" removes the override)");
+  add_data(quota_set);
+  quota_set->add_option("--workspace", workspace, "Workspace")->required();
+  quota_set->add_option("name", quota_name, "e.g. calls_per_minute (see quota list)")->required();
+  quota_set->add_option("value", quota_value, "a whole number, or default")->required();
+  quota_set->callback([&] { rc = CmdQuotaSet(data_dir, workspace, quota_name, quota_value); });
+  auto* quota_list = quota_cmd->add_subcommand("list", "The quotas in force for a workspace");
+  add_data(quota_list);
+  quota_list->add_option("--workspace", workspace, "Workspace")->required();
+  quota_list->add_option("--config", quota_config, "The server's TOML config, for its defaults");
+  quota_list->callback([&] { rc = CmdQuotaList(data_dir, workspace, quota_config); });
+
   // ledger verify
   auto* ledger_cmd = app.add_subcommand("ledger", "The action ledger");
   ledger_cmd->require_subcommand(1);

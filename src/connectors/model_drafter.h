@@ -15,7 +15,6 @@ struct DrafterConfig {
   std::string model;
   std::string api_key;           // sent as a bearer token if set
   int timeout_seconds = 20;
-  int daily_budget = 200;        // inference units (model calls) per workspace per day
 };
 
 // Asks the model for a draft. Unavailable on any transport or shape error.

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace cortex::limits {
 
@@ -15,6 +16,7 @@ inline constexpr std::chrono::seconds kIdleTimeout{60};        // keep-alive bet
 inline constexpr std::chrono::seconds kShutdownGrace{10};      // SIGTERM: finish in-flight work
 inline constexpr size_t kMaxConnections = 1024;                // open connections per server
 inline constexpr std::chrono::seconds kSseKeepAlive{15};       // comment line on idle streams
+inline constexpr size_t kMaxFloodAddresses = 65536;            // client addresses tracked at once
 
 // MCP sessions (protocol 2025-11-25 and earlier).
 inline constexpr size_t kMaxSessions = 10000;
@@ -39,3 +41,18 @@ inline constexpr size_t kMaxTagChars = 64;
 inline constexpr size_t kMaxToolNameChars = 128;
 
 }  // namespace cortex::limits
+
+namespace cortex {
+
+// The HTTP bounds an operator may change in the [http] section of the config.
+struct HttpLimits {
+  std::chrono::seconds read_timeout = limits::kReadTimeout;
+  std::chrono::seconds idle_timeout = limits::kIdleTimeout;
+  size_t max_connections = limits::kMaxConnections;
+  // The flood guard: requests per second per client address (a token bucket holding
+  // `flood_burst`), before authentication or parsing. 0 turns it off.
+  int64_t flood_rate = 500;
+  int64_t flood_burst = 1000;
+};
+
+}  // namespace cortex

@@ -97,7 +97,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       }
       return DraftMessage(req.message, req.tone, name).status();
     }));
-    auto spent = SpendInference(ws);
+    auto spent = SpendInference(ws, req.token_id);
     if (!spent.ok()) return spent.status();
     if (!spent->status.empty()) return *spent;  // over budget: quota_exceeded
     auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
@@ -390,29 +390,20 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   return result;
 }
 
-Result<ActionResult> ActionEngine::SpendInference(const std::string& ws) {
+Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
+                                                  const std::string& token_id) {
   ActionResult over;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
-    auto settings = tx.GetSettings(ws);
-    if (!settings.ok()) return settings.status();
-    TimePoint now = clock_.Now();
-    // The workspace's local date, and the seconds until its next midnight.
-    int64_t local_ms = ToUnixMillis(now) + int64_t{settings->utc_offset_minutes} * 60000;
-    int64_t day_ms = 86'400'000;
-    int64_t day_start = local_ms - ((local_ms % day_ms) + day_ms) % day_ms;
-    std::string day = FormatTime(FromUnixMillis(day_start)).substr(0, 10);
-    auto used = tx.InferenceUnits(ws, day);
-    if (!used.ok()) return used.status();
-    if (*used >= config_.drafter.daily_budget) {
+    auto refused = SpendInferenceUnit(tx, ws, token_id, config_.quotas, clock_.Now());
+    if (!refused.ok()) return refused.status();
+    if (*refused) {
       over.status = "error";
       over.error = "quota_exceeded";
-      over.retry_after_s = static_cast<int>((day_start + day_ms - local_ms + 999) / 1000);
-      over.message = "The daily inference budget (" + std::to_string(config_.drafter.daily_budget) +
-                     " model calls) is spent; it resets in " + std::to_string(over.retry_after_s) +
-                     " s, at local midnight. Nothing was drafted or sent.";
-      return Status::Ok();
+      over.quota = (*refused)->quota;
+      over.retry_after_s = (*refused)->retry_after_s;
+      over.message = (*refused)->Message("Nothing was drafted or sent.");
     }
-    return tx.AddInferenceUnits(ws, day, 1);
+    return Status::Ok();
   });
   if (!st.ok()) return st;
   return over;

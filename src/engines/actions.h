@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "connectors/model_drafter.h"
+#include "engines/quotas.h"
 #include "engines/trust.h"
 #include "store/store.h"
 
@@ -22,6 +23,7 @@ struct ActionConfig {
   std::chrono::seconds undo_window{600};         // level 2: executed after this unless rejected
   TrustConfig trust;
   DrafterConfig drafter;
+  QuotaLimits quotas;  // defaults; inference units are spent by the model drafter
 };
 
 // The seeds' McpActionResult: success | pending_approval | error.
@@ -31,6 +33,7 @@ struct ActionResult {
   std::string action_id;
   std::string message;
   std::string error;  // status "error" only: a tool error code
+  std::string quota;      // quota_exceeded only: which quota
   int retry_after_s = 0;  // quota_exceeded only
 };
 
@@ -39,6 +42,7 @@ struct CommunicateRequest {
   std::string message;
   std::string tone;
   std::string context;
+  std::string token_id;  // who asks: model calls count against this token's budget
 };
 
 class ActionEngine {
@@ -61,7 +65,7 @@ class ActionEngine {
  private:
   // Spends one inference unit of today's budget. An ActionResult with status "error"
   // (quota_exceeded) when the budget is spent; an empty one otherwise.
-  Result<ActionResult> SpendInference(const std::string& ws);
+  Result<ActionResult> SpendInference(const std::string& ws, const std::string& token_id);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
                                   bool approve, const std::optional<std::string>& text);
 

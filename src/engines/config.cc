@@ -66,21 +66,46 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  CORTEX_RETURN_IF_ERROR(Unknown(t, "", {"actions", "trust", "delivery", "drafter"}));
+  CORTEX_RETURN_IF_ERROR(
+      Unknown(t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http"}));
   if (auto* a = t["drafter"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "drafter.", {"kind", "url", "model", "api_key",
-                                                    "timeout_seconds", "daily_budget"}));
+    CORTEX_RETURN_IF_ERROR(
+        Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));
   }
+  if (auto* a = t["quotas"].as_table()) {
+    std::set<std::string> names;
+    for (const QuotaField& f : kQuotaFields) names.insert(f.name);
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "quotas.", names));
+  }
+  for (const QuotaField& f : kQuotaFields) {
+    CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "quotas", f.name, &(config.actions.quotas.*(f.value)),
+                                        0, kMaxQuotaValue));
+  }
+  if (auto* a = t["http"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "http.", {"read_timeout_seconds", "idle_timeout_seconds",
+                                                 "max_connections", "flood_requests_per_second",
+                                                 "flood_burst"}));
+  }
+  HttpLimits& h = config.http;
+  int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
+  int64_t conns = static_cast<int64_t>(h.max_connections);
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "read_timeout_seconds", &read_s, 1, 3600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "idle_timeout_seconds", &idle_s, 1, 3600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_connections", &conns, 1, 100000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "flood_requests_per_second", &h.flood_rate, 0, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "flood_burst", &h.flood_burst, 1, 10'000'000));
+  h.read_timeout = std::chrono::seconds(read_s);
+  h.idle_timeout = std::chrono::seconds(idle_s);
+  h.max_connections = static_cast<size_t>(conns);
   DrafterConfig& d = config.actions.drafter;
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "model", &d.model));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "api_key", &d.api_key));
-  int64_t dt = d.timeout_seconds, budget = d.daily_budget;
+  int64_t dt = d.timeout_seconds;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "timeout_seconds", &dt, 1, 300));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "daily_budget", &budget, 0, 1000000));
   d.timeout_seconds = static_cast<int>(dt);
-  d.daily_budget = static_cast<int>(budget);
   if (d.kind != "builtin" && d.kind != "openai") {
     return Status::InvalidArgument("config: drafter.kind must be builtin or openai");
   }

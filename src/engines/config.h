@@ -5,6 +5,7 @@
 #include <string>
 
 #include "connectors/connector.h"
+#include "core/limits.h"
 #include "engines/actions.h"
 
 namespace cortex {
@@ -12,6 +13,7 @@ namespace cortex {
 struct EngineConfig {
   ActionConfig actions;
   DeliveryConfig delivery;
+  HttpLimits http;  // cortex serve only
 };
 
 // Reads `path`; an empty path gives the defaults. InvalidArgument names the bad key.

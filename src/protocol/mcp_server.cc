@@ -129,8 +129,37 @@ std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string&
 }  // namespace
 
 McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock,
-                     ServerInfo info)
-    : tools_(tools), store_(store), clock_(clock), info_(std::move(info)) {}
+                     ServerInfo info, QuotaLimits quotas)
+    : tools_(tools),
+      store_(store),
+      clock_(clock),
+      info_(std::move(info)),
+      quota_defaults_(quotas),
+      call_quotas_(clock) {}
+
+json McpServer::AdmitCall(const AuthContext& auth) {
+  QuotaLimits limits;
+  int utc_offset = 0;
+  Status st = store_.Read([&](ReadTx& tx) -> Status {
+    auto settings = tx.GetSettings(auth.workspace_id);
+    if (!settings.ok()) return settings.status();
+    utc_offset = settings->utc_offset_minutes;
+    auto effective = EffectiveQuotas(tx, auth.workspace_id, quota_defaults_);
+    if (!effective.ok()) return effective.status();
+    limits = *effective;
+    return Status::Ok();
+  });
+  if (!st.ok()) return ToolReply::FromStatus(st).ToCallToolResult();
+  auto over = call_quotas_.Admit(auth.workspace_id, auth.token_id, limits, utc_offset);
+  if (!over) return nullptr;
+  return ToolReply::ErrorBody({{"status", "error"},
+                               {"error", "quota_exceeded"},
+                               {"message", over->Message("Nothing was done.")},
+                               {"quota", over->quota},
+                               {"limit", over->limit},
+                               {"retry_after_s", over->retry_after_s}})
+      .ToCallToolResult();
+}
 
 json McpServer::ServerInfoJson() const {
   return json{{"name", info_.name}, {"title", info_.title}, {"version", info_.version}};
@@ -357,6 +386,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   json args = params.value("arguments", json::object());
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
+  }
+  if (json refused = AdmitCall(auth); !refused.is_null()) {
+    out.status = refused["structuredContent"].value("error", std::string("tool_error"));
+    return refused;
   }
   ToolContext ctx{auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)),
                   [&out](json n) { out.notifications.push_back(std::move(n)); }};

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "engines/quotas.h"
 #include "engines/tokens.h"
 #include "store/store.h"
 #include "tools/registry.h"
@@ -79,7 +80,9 @@ struct ServerInfo {
 
 class McpServer {
  public:
-  McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info);
+  // `quotas`: the default limits on tool calls (workspaces may override them).
+  McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info,
+            QuotaLimits quotas = {});
 
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
@@ -115,11 +118,16 @@ class McpServer {
                                                            const AuthContext& auth,
                                                            McpResponse& out);
   nlohmann::json ServerInfoJson() const;
+  // Counts a tool call against the caller's quotas: null if admitted, else the
+  // quota_exceeded (or store error) result to return instead.
+  nlohmann::json AdmitCall(const AuthContext& auth);
 
   const ToolRegistry& tools_;
   Store& store_;
   const Clock& clock_;
   ServerInfo info_;
+  QuotaLimits quota_defaults_;
+  CallQuotas call_quotas_;
 
   std::mutex sessions_mu_;
   std::unordered_map<std::string, Session> sessions_;

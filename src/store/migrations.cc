@@ -206,6 +206,25 @@ CREATE TABLE delivered_messages (
   delivered_at INTEGER NOT NULL
 );
 )sql"},
+      {4, "quotas: per-workspace limits; inference units per token", R"sql(
+CREATE TABLE quota_limits (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  name         TEXT NOT NULL,  -- e.g. calls_per_minute (engines/quotas.h)
+  value        INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, name)
+) WITHOUT ROWID;
+CREATE TABLE inference_usage_v4 (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  day          TEXT NOT NULL,  -- the workspace's local date, YYYY-MM-DD
+  token_id     TEXT NOT NULL,  -- '' for units spent before tokens were counted
+  units        INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, day, token_id)
+) WITHOUT ROWID;
+INSERT INTO inference_usage_v4 (workspace_id, day, token_id, units)
+  SELECT workspace_id, day, '', units FROM inference_usage;
+DROP TABLE inference_usage;
+ALTER TABLE inference_usage_v4 RENAME TO inference_usage;
+)sql"},
   };
   return kMigrations;
 }

@@ -891,20 +891,48 @@ class SqliteTx final : public WriteTx {
     return out;
   }
 
-  Result<int64_t> InferenceUnits(const std::string& ws, const std::string& day) override {
-    Stmt s = c_.Prepare("SELECT units FROM inference_usage WHERE workspace_id = ? AND day = ?");
-    s.Bind(1, ws).Bind(2, day);
+  Result<InferenceUse> InferenceUnits(const std::string& ws, const std::string& token_id,
+                                      const std::string& day) override {
+    Stmt s = c_.Prepare(
+        "SELECT COALESCE(SUM(units), 0), COALESCE(SUM(units) FILTER (WHERE token_id = ?), 0)"
+        " FROM inference_usage WHERE workspace_id = ? AND day = ?");
+    s.Bind(1, token_id).Bind(2, ws).Bind(3, day);
     Status st;
-    int64_t units = s.Step(&st) ? s.Int(0) : 0;
+    InferenceUse use;
+    if (s.Step(&st)) use = {s.Int(0), s.Int(1)};
     CORTEX_RETURN_IF_ERROR(st);
-    return units;
+    return use;
   }
 
-  Status AddInferenceUnits(const std::string& ws, const std::string& day, int64_t units) override {
+  Status AddInferenceUnits(const std::string& ws, const std::string& token_id,
+                           const std::string& day, int64_t units) override {
     Stmt s = c_.Prepare(
-        "INSERT INTO inference_usage (workspace_id, day, units) VALUES (?, ?, ?)"
-        " ON CONFLICT (workspace_id, day) DO UPDATE SET units = units + excluded.units");
-    return s.Bind(1, ws).Bind(2, day).Bind(3, units).Run();
+        "INSERT INTO inference_usage (workspace_id, day, token_id, units) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (workspace_id, day, token_id) DO UPDATE SET units = units + excluded.units");
+    return s.Bind(1, ws).Bind(2, day).Bind(3, token_id).Bind(4, units).Run();
+  }
+
+  Result<std::vector<std::pair<std::string, int64_t>>> QuotaOverrides(
+      const std::string& ws) override {
+    Stmt s = c_.Prepare("SELECT name, value FROM quota_limits WHERE workspace_id = ? ORDER BY name");
+    s.Bind(1, ws);
+    std::vector<std::pair<std::string, int64_t>> out;
+    Status st;
+    while (s.Step(&st)) out.emplace_back(s.Text(0), s.Int(1));
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Status SetQuotaOverride(const std::string& ws, const std::string& name,
+                          std::optional<int64_t> value) override {
+    if (!value) {
+      Stmt s = c_.Prepare("DELETE FROM quota_limits WHERE workspace_id = ? AND name = ?");
+      return s.Bind(1, ws).Bind(2, name).Run();
+    }
+    Stmt s = c_.Prepare(
+        "INSERT INTO quota_limits (workspace_id, name, value) VALUES (?, ?, ?)"
+        " ON CONFLICT (workspace_id, name) DO UPDATE SET value = excluded.value");
+    return s.Bind(1, ws).Bind(2, name).Bind(3, *value).Run();
   }
 
   Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) override {

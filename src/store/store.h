@@ -102,8 +102,17 @@ class ReadTx {
 
   // Outbox rows of every workspace ready for a delivery attempt at `t`, oldest first.
   virtual Result<std::vector<OutboxItem>> DueOutbox(TimePoint t, int limit) = 0;
-  // Inference units spent by `ws` on local day `day` (YYYY-MM-DD).
-  virtual Result<int64_t> InferenceUnits(const std::string& ws, const std::string& day) = 0;
+  // Inference units spent on local day `day` (YYYY-MM-DD) by workspace `ws` in all and by
+  // its token `token_id`.
+  struct InferenceUse {
+    int64_t workspace = 0;
+    int64_t token = 0;
+  };
+  virtual Result<InferenceUse> InferenceUnits(const std::string& ws, const std::string& token_id,
+                                              const std::string& day) = 0;
+  // The workspace's quota overrides (name, value), by name.
+  virtual Result<std::vector<std::pair<std::string, int64_t>>> QuotaOverrides(
+      const std::string& ws) = 0;
   // Messages the built-in `outbox` connector delivered, oldest first.
   virtual Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) = 0;
 };
@@ -145,8 +154,11 @@ class WriteTx : public ReadTx {
   virtual Status SetDecisionLedgerEntry(const std::string& ws, const std::string& decision_id,
                                         const std::string& ledger_entry_id) = 0;
 
-  virtual Status AddInferenceUnits(const std::string& ws, const std::string& day,
-                                   int64_t units) = 0;
+  virtual Status AddInferenceUnits(const std::string& ws, const std::string& token_id,
+                                   const std::string& day, int64_t units) = 0;
+  // Sets quota `name` for `ws`, or removes the override (back to the default) if nullopt.
+  virtual Status SetQuotaOverride(const std::string& ws, const std::string& name,
+                                  std::optional<int64_t> value) = 0;
   virtual Status InsertAction(const Action& a) = 0;
   // Moves action `id` from status `from` to `to` (clearing its due time, and replacing its
   // draft if `draft` is given). Conflict if it is not in status `from`: this is what makes

@@ -37,7 +37,7 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
       .scope = kScopeAct,
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
         CommunicateRequest req{args.at("to"), args.at("message"), args.value("tone", ""),
-                               args.value("context", "")};
+                               args.value("context", ""), ctx.auth.token_id};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
         return ActionReply(engine.Communicate(ctx.auth.workspace_id, req));
       },

@@ -32,7 +32,7 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
   if (r.status == "error") {
     body["error"] = r.error;
     if (r.error == "quota_exceeded") {
-      body["quota"] = "inference_units_per_day";
+      body["quota"] = r.quota;
       body["retry_after_s"] = r.retry_after_s;
       body.erase("decision_id");  // nothing was decided
       body.erase("action_id");

@@ -170,13 +170,17 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
   return false;
 }
 
-HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
-  std::string path = req.target.substr(0, req.target.find('?'));
+std::string HttpRouter::RouteName(std::string_view method, std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
   // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
   bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" || path == "/v1/episodes";
-  bool known_method = req.method == "GET" || req.method == "POST" || req.method == "DELETE" ||
-                      req.method == "HEAD";
-  log.route = (known_method ? req.method : std::string("OTHER")) + " " + (known ? path : "other");
+  bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
+  return std::string(known_method ? method : "OTHER") + " " + std::string(known ? path : "other");
+}
+
+HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
+  std::string path = req.target.substr(0, req.target.find('?'));
+  log.route = RouteName(req.method, req.target);
   log.status = "ok";
 
   if (path == "/healthz") {

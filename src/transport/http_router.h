@@ -72,6 +72,8 @@ class HttpRouter {
 
   // The answer for a request whose body exceeded its limit (the transport stops reading).
   static HttpResponse TooLarge(size_t limit);
+  // "METHOD /path" for logs and metrics; unknown methods and paths collapse to one name.
+  static std::string RouteName(std::string_view method, std::string_view target);
   // The body limit for a request to `target`.
   static size_t BodyLimit(std::string_view target);
 

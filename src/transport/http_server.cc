@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/limits.h"
+#include "transport/flood_guard.h"
 
 namespace cortex {
 
@@ -32,8 +33,9 @@ class Connection;
 
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
-      : router(r), metrics(m), options(std::move(o)), acceptor(net::make_strand(ioc)),
-        grace_timer(ioc) {}
+      : router(r), metrics(m), options(std::move(o)),
+        flood(options.http.flood_rate, options.http.flood_burst, limits::kMaxFloodAddresses),
+        acceptor(net::make_strand(ioc)), grace_timer(ioc) {}
 
   void Accept();
   void BeginStop();
@@ -42,6 +44,7 @@ struct HttpServer::Impl {
   HttpRouter& router;
   Metrics& metrics;
   HttpServerOptions options;
+  FloodGuard flood;
   net::io_context ioc;
   tcp::acceptor acceptor;
   net::steady_timer grace_timer;
@@ -59,7 +62,10 @@ namespace {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server), timer_(stream_.get_executor()) {}
+      : stream_(std::move(socket)), server_(server), timer_(stream_.get_executor()) {
+    beast::error_code ec;
+    peer_ = stream_.socket().remote_endpoint(ec).address().to_string();
+  }
 
   ~Connection() { server_.ConnectionClosed(); }
 
@@ -84,7 +90,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(limits::kMaxHeaderBytes);
     // The body limit depends on the route: it is set once the header names the target.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    stream_.expires_after(limits::kIdleTimeout);
+    stream_.expires_after(server_.options.http.idle_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
   }
@@ -93,13 +99,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::header_limit) return Refuse(431, "request headers too large");
     if (ec) return Close();  // closed, timed out, or garbage: nothing to answer
     busy_ = true;
+    if (int wait = server_.flood.Admit(peer_, std::chrono::steady_clock::now()); wait > 0) {
+      return Flooded(wait);
+    }
     auto& req = parser_->get();
     size_t limit = HttpRouter::BodyLimit(req.target());
     if (parser_->content_length() && *parser_->content_length() > limit) {
       return Send(HttpRouter::TooLarge(limit), /*keep_alive=*/false);
     }
     parser_->body_limit(limit);
-    stream_.expires_after(limits::kReadTimeout);
+    stream_.expires_after(server_.options.http.read_timeout);
     if (AsciiLower(req[http::field::expect]) == "100-continue") {
       auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*msg),
@@ -172,12 +181,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     msg->body() = std::move(res.body);
     msg->keep_alive(keep_alive && !server_.stopping);
     msg->prepare_payload();
-    stream_.expires_after(limits::kReadTimeout);
+    // A client that stops reading its response is cut off after the read timeout too.
+    stream_.expires_after(server_.options.http.read_timeout);
     http::async_write(stream_, *msg,
                       [self = shared_from_this(), msg](beast::error_code ec, size_t) {
                         if (ec || !msg->keep_alive()) return self->Close();
                         self->ReadHeader();
                       });
+  }
+
+  // Over the flood guard: 429 before the body is read, then hang up.
+  void Flooded(int retry_after_s) {
+    std::string route =
+        HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target());
+    server_.metrics.Record(route, "", "rate_limited", 0);
+    spdlog::info("request route=\"{}\" status=rate_limited http=429 peer={}", route, peer_);
+    HttpResponse r;
+    r.status = 429;
+    r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
+    r.content_type = "application/json";
+    r.body = DumpJson(nlohmann::json{
+        {"status", "error"},
+        {"error", "rate_limited"},
+        {"message", "Too many requests from this address; retry in " +
+                        std::to_string(retry_after_s) + " s."}});
+    Send(std::move(r), false);
   }
 
   void Refuse(int status, const std::string& why) {
@@ -252,6 +280,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool streaming_ = false;
   bool closed_ = false;
   std::string session_;
+  std::string peer_;  // the client's address, for the flood guard
 };
 
 void HttpServer::Impl::Accept() {
@@ -262,7 +291,7 @@ void HttpServer::Impl::Accept() {
       return Accept();
     }
     if (stopping) return;
-    if (live >= limits::kMaxConnections) {
+    if (live >= options.http.max_connections) {
       // Over the connection limit: say so and hang up, rather than queue without bound.
       static const std::string kBusy =
           "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/limits.h"
 #include "core/metrics.h"
 #include "core/status.h"
 #include "transport/http_router.h"
@@ -16,6 +17,7 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8787;  // 0: any free port
   int threads = 2;
+  HttpLimits http;
 };
 
 class HttpServer {

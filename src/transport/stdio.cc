@@ -11,13 +11,21 @@
 
 namespace cortex {
 
-int ServeStdio(McpServer& server, const AuthContext& auth, Metrics& metrics, std::istream& in,
-               std::ostream& out) {
+int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metrics& metrics,
+               std::istream& in, std::ostream& out) {
   std::optional<std::string> session;
+  AuthContext auth;
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    auto current = authenticate();
+    if (!current.ok()) {
+      spdlog::error("CORTEX_TOKEN: {}; stopping", current.status().message());
+      if (session) server.EndSession(*session, auth);
+      return 1;
+    }
+    auth = *std::move(current);
     auto start = std::chrono::steady_clock::now();
     McpResponse res;
     if (line.size() > limits::kMaxStdioLineBytes) {

@@ -886,7 +886,8 @@ await suite.run(async s => {
     dataDirs.push(['model', dirG]);
     const jsonlG = join(files, 'model.jsonl');
     const configG = await writeToml(files, 'model.toml', {
-        drafter: { kind: 'openai', url: model.url, model: 'm', daily_budget: 1, timeout_seconds: 10 },
+        drafter: { kind: 'openai', url: model.url, model: 'm', timeout_seconds: 10 },
+        quotas: { inference_units_per_day: 1 },
         delivery: { connector: 'outbox', jsonl_path: jsonlG }
     });
     const tokenG = await s.check('model data dir: `cortex demo`, trust Sarah 3 (CLI), token create', async () => {
@@ -894,7 +895,7 @@ await suite.run(async s => {
         await trustSet(dirG, SARAH, 3);
         return createToken(dirG, WORKSPACE, 'read,act');
     }, { fatal: true });
-    const serverG = await s.check('serve --config ([drafter] kind openai, model m, daily_budget 1) starts', () => startServer(s, dirG, { args: ['--config', configG] }), {
+    const serverG = await s.check('serve --config ([drafter] kind openai, model m; [quotas] inference_units_per_day 1) starts', () => startServer(s, dirG, { args: ['--config', configG] }), {
         fatal: true
     });
     const errorsG = [];

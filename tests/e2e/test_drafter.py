@@ -75,7 +75,9 @@ kind = "openai"
 url = "http://127.0.0.1:{self.model.server_address[1]}/v1/chat/completions"
 model = "test-model"
 api_key = "sk-test"
-daily_budget = 2
+
+[quotas]
+inference_units_per_day = 2
 
 [delivery]
 jsonl_path = "{self.outbox}"

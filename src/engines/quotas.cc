@@ -1,0 +1,117 @@
+#include "engines/quotas.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/time.h"
+
+namespace cortex {
+namespace {
+
+constexpr int64_t kDayMs = 86'400'000;
+constexpr int64_t kMinuteMs = 60'000;
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+int SecondsUntil(int64_t now_ms, int64_t end_ms) {
+  return static_cast<int>(std::max<int64_t>(1, (end_ms - now_ms + 999) / 1000));
+}
+
+}  // namespace
+
+const QuotaField* FindQuota(const std::string& name) {
+  for (const QuotaField& f : kQuotaFields) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+Result<QuotaLimits> EffectiveQuotas(ReadTx& tx, const std::string& ws,
+                                    const QuotaLimits& defaults) {
+  auto overrides = tx.QuotaOverrides(ws);
+  if (!overrides.ok()) return overrides.status();
+  QuotaLimits out = defaults;
+  for (const auto& [name, value] : *overrides) {
+    if (const QuotaField* f = FindQuota(name)) out.*(f->value) = value;
+  }
+  return out;
+}
+
+std::string QuotaExceeded::Message(const char* what) const {
+  return "Quota " + quota + " (" + std::to_string(limit) + ") is reached; it resets in " +
+         std::to_string(retry_after_s) + " s. " + what;
+}
+
+LocalDay LocalDayOf(TimePoint now, int utc_offset_minutes) {
+  int64_t local_ms = ToUnixMillis(now) + int64_t{utc_offset_minutes} * kMinuteMs;
+  int64_t day_start = FloorDiv(local_ms, kDayMs) * kDayMs;
+  return {FormatTime(FromUnixMillis(day_start)).substr(0, 10),
+          SecondsUntil(local_ms, day_start + kDayMs)};
+}
+
+Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::string& ws,
+                                                        const std::string& token,
+                                                        const QuotaLimits& defaults,
+                                                        TimePoint now) {
+  auto settings = tx.GetSettings(ws);
+  if (!settings.ok()) return settings.status();
+  auto limits = EffectiveQuotas(tx, ws, defaults);
+  if (!limits.ok()) return limits.status();
+  LocalDay day = LocalDayOf(now, settings->utc_offset_minutes);
+  auto used = tx.InferenceUnits(ws, token, day.day);
+  if (!used.ok()) return used.status();
+  if (used->workspace >= limits->inference_units_per_day) {
+    return std::optional(QuotaExceeded{"inference_units_per_day",
+                                       limits->inference_units_per_day, day.seconds_left});
+  }
+  if (used->token >= limits->token_inference_units_per_day) {
+    return std::optional(QuotaExceeded{"token_inference_units_per_day",
+                                       limits->token_inference_units_per_day, day.seconds_left});
+  }
+  CORTEX_RETURN_IF_ERROR(tx.AddInferenceUnits(ws, token, day.day, 1));
+  return std::optional<QuotaExceeded>();
+}
+
+std::optional<QuotaExceeded> CallQuotas::Check(Counters& c, int64_t per_minute, int64_t per_day,
+                                               const char* minute_name, const char* day_name,
+                                               int64_t minute, int64_t day, int minute_left,
+                                               int day_left) {
+  // A window that has moved on starts from zero.
+  if (c.minute.start != minute) c.minute = {minute, 0};
+  if (c.day.start != day) c.day = {day, 0};
+  // When both are reached, the day's reset is the one worth waiting for.
+  if (c.day.count >= per_day) return QuotaExceeded{day_name, per_day, day_left};
+  if (c.minute.count >= per_minute) return QuotaExceeded{minute_name, per_minute, minute_left};
+  return std::nullopt;
+}
+
+std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std::string& token,
+                                               const QuotaLimits& limits,
+                                               int utc_offset_minutes) {
+  int64_t now_ms = ToUnixMillis(clock_.Now());
+  int64_t local_ms = now_ms + int64_t{utc_offset_minutes} * kMinuteMs;
+  int64_t minute = FloorDiv(now_ms, kMinuteMs);
+  int64_t day = FloorDiv(local_ms, kDayMs);
+  int minute_left = SecondsUntil(now_ms, (minute + 1) * kMinuteMs);
+  int day_left = SecondsUntil(local_ms, (day + 1) * kDayMs);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  Counters& w = workspaces_[ws];
+  Counters& t = tokens_[token];
+  if (auto over = Check(t, limits.token_calls_per_minute, limits.token_calls_per_day,
+                        "token_calls_per_minute", "token_calls_per_day", minute, day,
+                        minute_left, day_left)) {
+    return over;
+  }
+  if (auto over = Check(w, limits.calls_per_minute, limits.calls_per_day, "calls_per_minute",
+                        "calls_per_day", minute, day, minute_left, day_left)) {
+    return over;
+  }
+  ++t.minute.count;
+  ++t.day.count;
+  ++w.minute.count;
+  ++w.day.count;
+  return std::nullopt;
+}
+
+}  // namespace cortex
