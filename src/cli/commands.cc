@@ -290,10 +290,12 @@ int CmdQuotaList(const std::string& data, const std::string& workspace,
   });
   if (!st.ok()) return Fail(st);
   const QuotaLimits& defaults = loaded->actions.quotas;
+  const QuotaLimits built_in;
   std::cout << "QUOTA\tLIMIT\tSOURCE\n";
   for (const QuotaField& f : kQuotaFields) {
     int64_t v = defaults.*(f.value);
-    std::string source = config.empty() ? "default" : "config";
+    // A config value equal to the built-in default reads as the default: same limit.
+    std::string source = v == built_in.*(f.value) ? "default" : "config";
     for (const auto& [name, value] : overrides) {
       if (name == f.name) {
         v = value;

@@ -29,6 +29,8 @@ struct DeliveryConfig {
   std::string smtp_password;
   int max_attempts = 8;              // then the action is marked failed
   int timeout_seconds = 10;          // per webhook attempt
+  int lease_seconds = 60;            // a row being delivered is retried after this if its
+                                     // process died mid-delivery (> timeout_seconds)
 };
 
 // The embedded default: delivered messages are kept in the store (and appended to a JSONL

@@ -39,6 +39,11 @@ inline constexpr size_t kMaxTagChars = 64;
 
 // Tool arguments (each tool's inputSchema also bounds its own strings).
 inline constexpr size_t kMaxToolNameChars = 128;
+inline constexpr int kMaxDecisionPage = 100;            // decision.list limit (default 20)
+inline constexpr int kMaxNotificationsPerSection = 200;  // notification.list limit (default 50)
+
+// The store.
+inline constexpr size_t kMaxWritesPerCommit = 256;  // group commit: one batch, one fsync
 
 }  // namespace cortex::limits
 

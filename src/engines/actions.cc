@@ -41,7 +41,10 @@ std::string AddressOf(const Entity& who) {
 }
 
 ActionResult Result_(std::string status, const Action& a, std::string message) {
-  return ActionResult{std::move(status), a.decision_id, a.id, std::move(message), ""};
+  return ActionResult{.status = std::move(status),
+                      .decision_id = a.decision_id,
+                      .action_id = a.id,
+                      .message = std::move(message)};
 }
 
 // Ledger and decision bookkeeping for one state change of `action`.
@@ -355,11 +358,14 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     }
 
     if (level == 0) {
-      result = ActionResult{"error", proposal.id, action.id,
-                            "Cortex may not send messages to " + who->name +
-                                " (trust level 0: off). The refusal is recorded as decision " +
-                                proposal.id + ".",
-                            "trust_insufficient"};
+      result = ActionResult{
+          .status = "error",
+          .decision_id = proposal.id,
+          .action_id = action.id,
+          .message = "Cortex may not send messages to " + who->name +
+                     " (trust level 0: off). The refusal is recorded as decision " + proposal.id +
+                     ".",
+          .error = "trust_insufficient"};
       if (blocked) {
         for (const Rule* r : fired) {
           if (r->then.block) {

@@ -122,7 +122,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   if (auto* a = t["delivery"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.", {"connector", "jsonl_path", "webhook_url",
                                                      "webhook_secret", "max_attempts",
-                                                     "timeout_seconds", "smtp_url", "smtp_from",
+                                                     "timeout_seconds", "lease_seconds",
+                                                     "smtp_url", "smtp_from",
                                                      "smtp_user", "smtp_password"}));
   }
   int64_t expiry = config.actions.draft_expiry.count() / 60;
@@ -145,8 +146,15 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &config.delivery.smtp_user));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password", &config.delivery.smtp_password));
   int64_t attempts = config.delivery.max_attempts, timeout = config.delivery.timeout_seconds;
+  int64_t lease = config.delivery.lease_seconds;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "lease_seconds", &lease, 2, 3600));
+  if (lease <= timeout) {
+    return Status::InvalidArgument("config: delivery.lease_seconds must exceed "
+                                   "delivery.timeout_seconds");
+  }
+  config.delivery.lease_seconds = static_cast<int>(lease);
   config.delivery.max_attempts = static_cast<int>(attempts);
   config.delivery.timeout_seconds = static_cast<int>(timeout);
   return config;

@@ -11,7 +11,6 @@ namespace cortex {
 namespace {
 
 constexpr int kBatch = 50;
-constexpr std::chrono::seconds kLease{60};
 
 }  // namespace
 
@@ -36,7 +35,8 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
   for (OutboxItem& item : due) {
     bool leased = false;
     Status lease = store_.Write([&](WriteTx& tx) {
-      auto l = tx.LeaseOutbox(item.action_id, now, now + kLease);
+      auto l = tx.LeaseOutbox(item.action_id, now,
+                              now + std::chrono::seconds(config_.lease_seconds));
       if (!l.ok()) return l.status();
       leased = *l;
       return Status::Ok();

@@ -61,8 +61,8 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
   auto used = tx.InferenceUnits(ws, token, day.day);
   if (!used.ok()) return used.status();
   if (used->workspace >= limits->inference_units_per_day) {
-    return std::optional(QuotaExceeded{"inference_units_per_day",
-                                       limits->inference_units_per_day, day.seconds_left});
+    return std::optional(QuotaExceeded{"inference_units_per_day", limits->inference_units_per_day,
+                                       day.seconds_left});
   }
   if (used->token >= limits->token_inference_units_per_day) {
     return std::optional(QuotaExceeded{"token_inference_units_per_day",
@@ -86,8 +86,7 @@ std::optional<QuotaExceeded> CallQuotas::Check(Counters& c, int64_t per_minute, 
 }
 
 std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std::string& token,
-                                               const QuotaLimits& limits,
-                                               int utc_offset_minutes) {
+                                               const QuotaLimits& limits, int utc_offset_minutes) {
   int64_t now_ms = ToUnixMillis(clock_.Now());
   int64_t local_ms = now_ms + int64_t{utc_offset_minutes} * kMinuteMs;
   int64_t minute = FloorDiv(now_ms, kMinuteMs);
@@ -99,8 +98,8 @@ std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std:
   Counters& w = workspaces_[ws];
   Counters& t = tokens_[token];
   if (auto over = Check(t, limits.token_calls_per_minute, limits.token_calls_per_day,
-                        "token_calls_per_minute", "token_calls_per_day", minute, day,
-                        minute_left, day_left)) {
+                        "token_calls_per_minute", "token_calls_per_day", minute, day, minute_left,
+                        day_left)) {
     return over;
   }
   if (auto over = Check(w, limits.calls_per_minute, limits.calls_per_day, "calls_per_minute",

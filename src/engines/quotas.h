@@ -43,8 +43,7 @@ inline constexpr int64_t kMaxQuotaValue = 1'000'000'000;
 const QuotaField* FindQuota(const std::string& name);
 
 // `defaults` overlaid with the workspace's overrides.
-Result<QuotaLimits> EffectiveQuotas(ReadTx& tx, const std::string& ws,
-                                    const QuotaLimits& defaults);
+Result<QuotaLimits> EffectiveQuotas(ReadTx& tx, const std::string& ws, const QuotaLimits& defaults);
 
 // A refusal: which quota, its limit, and when the window that refused resets.
 struct QuotaExceeded {
@@ -66,8 +65,7 @@ LocalDay LocalDayOf(TimePoint now, int utc_offset_minutes);
 // workspace's or the token's daily budget is spent (then nothing is spent).
 Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::string& ws,
                                                         const std::string& token,
-                                                        const QuotaLimits& defaults,
-                                                        TimePoint now);
+                                                        const QuotaLimits& defaults, TimePoint now);
 
 // Tool-call counters, kept in the serving process (docs/quotas.md says why). Fixed
 // windows: the clock minute, and the workspace's local day. Thread-safe.
@@ -89,9 +87,8 @@ class CallQuotas {
     Window minute, day;
   };
   std::optional<QuotaExceeded> Check(Counters& c, int64_t per_minute, int64_t per_day,
-                                     const char* minute_name, const char* day_name,
-                                     int64_t minute, int64_t day, int minute_left,
-                                     int day_left);
+                                     const char* minute_name, const char* day_name, int64_t minute,
+                                     int64_t day, int minute_left, int day_left);
 
   const Clock& clock_;
   std::mutex mu_;

@@ -151,35 +151,43 @@ TEST_F(InferenceQuotaTest, TokenAndWorkspaceBudgetsAreBothEnforcedAndResetDaily)
   ASSERT_TRUE(over);
   EXPECT_EQ(over->quota, "inference_units_per_day");
   // Refusals spent nothing: the store holds 3 units, 2 of them tok_1's.
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) -> Status {
-    auto use = tx.InferenceUnits(ws_.id, "tok_1", "2026-06-10");
-    if (!use.ok()) return use.status();
-    EXPECT_EQ(use->workspace, 3);
-    EXPECT_EQ(use->token, 2);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) -> Status {
+                    auto use = tx.InferenceUnits(ws_.id, "tok_1", "2026-06-10");
+                    if (!use.ok()) return use.status();
+                    EXPECT_EQ(use->workspace, 3);
+                    EXPECT_EQ(use->token, 2);
+                    return Status::Ok();
+                  })
+                  .ok());
   clock_.Set(At("2026-06-11T00:00:00Z"));
   EXPECT_FALSE(Spend("tok_1"));
 }
 
 TEST_F(InferenceQuotaTest, WorkspaceOverridesReplaceDefaultsAndDefaultRestoresThem) {
   defaults_.inference_units_per_day = 1;
-  ASSERT_TRUE(store_->Write([&](WriteTx& tx) {
-    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", 2);
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) {
+                    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", 2);
+                  })
+                  .ok());
   EXPECT_FALSE(Spend("tok_1"));
   EXPECT_FALSE(Spend("tok_1"));
   EXPECT_TRUE(Spend("tok_1"));
-  ASSERT_TRUE(store_->Write([&](WriteTx& tx) {
-    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", std::nullopt);
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) {
+                    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", std::nullopt);
+                  })
+                  .ok());
   QuotaLimits effective;
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) -> Status {
-    auto q = EffectiveQuotas(tx, ws_.id, defaults_);
-    if (!q.ok()) return q.status();
-    effective = *q;
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) -> Status {
+                    auto q = EffectiveQuotas(tx, ws_.id, defaults_);
+                    if (!q.ok()) return q.status();
+                    effective = *q;
+                    return Status::Ok();
+                  })
+                  .ok());
   EXPECT_EQ(effective.inference_units_per_day, 1);
   EXPECT_EQ(FindQuota("calls_per_minute")->value, &QuotaLimits::calls_per_minute);
   EXPECT_EQ(FindQuota("calls_per_hour"), nullptr);

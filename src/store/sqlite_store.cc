@@ -3,12 +3,16 @@
 // the last committed snapshot and never wait behind the writer.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "core/json_text.h"
+#include "core/limits.h"
 #include "core/time.h"
 #include <nlohmann/json.hpp>
 #include "store/migrations.h"
@@ -130,6 +134,10 @@ class Conn {
     if ((rc & 0xff) == SQLITE_BUSY) return Status::Unavailable(msg);
     return Status::Internal(msg);
   }
+
+  // False once SQLite has rolled the open transaction back by itself (after an I/O or
+  // out-of-memory error, for instance).
+  bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 
   // Prepares `sql` once per connection; later calls reuse the statement.
   Stmt Prepare(std::string_view sql) {
@@ -1133,21 +1141,34 @@ class SqliteStore final : public Store {
     return st;
   }
 
+  // Group commit: concurrent writers queue their functions; whoever finds no batch in
+  // progress leads, running every queued function in one transaction (each inside its own
+  // savepoint, so one failing rolls back only itself) and committing once. One fsync then
+  // makes a whole batch durable, and every caller returns only after that commit.
   Status Write(const std::function<Status(WriteTx&)>& fn) override {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
-    SqliteTx tx(*writer_);
-    Status st;
-    try {
-      st = fn(tx);
-    } catch (...) {
-      // Never leave the writer inside a transaction: that would hold the write lock.
-      (void)writer_->Exec("ROLLBACK");
-      throw;
+    PendingWrite me;
+    me.fn = &fn;
+    std::unique_lock<std::mutex> lock(queue_mu_);
+    queue_.push_back(&me);
+    while (!me.done) {
+      if (leading_) {
+        queue_cv_.wait(lock);
+        continue;
+      }
+      leading_ = true;
+      std::vector<PendingWrite*> batch;
+      size_t n = std::min(queue_.size(), limits::kMaxWritesPerCommit);
+      batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+      lock.unlock();
+      RunBatch(batch);
+      lock.lock();
+      leading_ = false;
+      for (PendingWrite* w : batch) w->done = true;
+      queue_cv_.notify_all();
     }
-    if (st.ok()) st = writer_->Exec("COMMIT");
-    if (!st.ok()) (void)writer_->Exec("ROLLBACK");
-    return st;
+    if (me.error) std::rethrow_exception(me.error);
+    return me.result;
   }
 
   Result<int> SchemaVersion() override {
@@ -1159,6 +1180,59 @@ class SqliteStore final : public Store {
   }
 
  private:
+  struct PendingWrite {
+    const std::function<Status(WriteTx&)>* fn = nullptr;
+    Status result;
+    std::exception_ptr error;  // rethrown in the caller's thread
+    bool done = false;
+  };
+
+  void RunBatch(const std::vector<PendingWrite*>& batch) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    Status begin = writer_->Exec("BEGIN IMMEDIATE");
+    if (!begin.ok()) {
+      for (PendingWrite* w : batch) w->result = begin;
+      return;
+    }
+    SqliteTx tx(*writer_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      PendingWrite* w = batch[i];
+      Status sp = writer_->Exec("SAVEPOINT w");
+      if (sp.ok()) {
+        try {
+          w->result = (*w->fn)(tx);
+        } catch (...) {
+          w->error = std::current_exception();
+          w->result = Status::Internal("write failed");
+        }
+      } else {
+        w->result = sp;
+      }
+      if (!writer_->InTransaction()) {
+        // SQLite abandoned the whole transaction: nothing of this batch is written.
+        Status gone = w->result.ok() ? Status::Unavailable("sqlite: transaction rolled back")
+                                     : w->result;
+        for (size_t j = 0; j < batch.size(); ++j) {
+          if (j > i || batch[j]->result.ok()) batch[j]->result = gone;
+        }
+        return;
+      }
+      if (w->result.ok()) {
+        w->result = writer_->Exec("RELEASE w");
+      } else {
+        (void)writer_->Exec("ROLLBACK TO w");
+        (void)writer_->Exec("RELEASE w");
+      }
+    }
+    Status commit = writer_->Exec("COMMIT");
+    if (!commit.ok()) {
+      (void)writer_->Exec("ROLLBACK");
+      for (PendingWrite* w : batch) {
+        if (w->result.ok()) w->result = commit;
+      }
+    }
+  }
+
   Status Migrate() {
     std::lock_guard<std::mutex> lock(write_mu_);
     CORTEX_RETURN_IF_ERROR(writer_->Exec(
@@ -1209,7 +1283,11 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
-  std::mutex write_mu_;
+  std::mutex queue_mu_;  // guards queue_ and leading_
+  std::condition_variable queue_cv_;
+  std::vector<PendingWrite*> queue_;
+  bool leading_ = false;
+  std::mutex write_mu_;  // the writer connection (batches, migrations, SchemaVersion)
   std::unique_ptr<Conn> writer_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Conn>> readers_;

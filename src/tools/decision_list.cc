@@ -2,6 +2,7 @@
 // with cursor paging. The approval inbox is `status: pending`.
 #include "core/crypto.h"
 #include "core/ids.h"
+#include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
 #include "tools/cortex_tools.h"
@@ -14,7 +15,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kDefaultPageSize = 20;
-constexpr int kMaxPageSize = 100;
 
 const char* const kClasses[] = {"triage", "action_proposed", "rule_fired", "trust_transition"};
 const char* const kStatuses[] = {"recorded", "pending", "approved", "rejected", "expired",
@@ -72,7 +72,7 @@ ToolDef DecisionListTool() {
              {"until", TimeSchema("Only decisions made before this time.")},
              {"cursor", {{"type", "string"}, {"maxLength", 64},
                          {"description", "next_cursor from the previous page."}}},
-             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxPageSize},
+             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits::kMaxDecisionPage},
                         {"description", "Page size (default 20)."}}}}}},
       .output_schema = {{"type", "object"},
                         {"required", {"decisions"}},

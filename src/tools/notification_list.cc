@@ -1,5 +1,6 @@
 // notification.list: what is due now, what surfaces at the next focus-block transition and
 // when, and what waits for the next daily digest.
+#include "core/limits.h"
 #include "core/time.h"
 #include "engines/signals.h"
 #include "tools/cortex_tools.h"
@@ -12,7 +13,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kDefaultLimit = 50;
-constexpr int kMaxLimit = 200;
 constexpr std::chrono::hours kDefaultDueWindow{24};
 
 }  // namespace
@@ -34,7 +34,7 @@ ToolDef NotificationListTool() {
            {"properties",
             {{"as_of", TimeSchema("The moment to look from (RFC 3339; default now).")},
              {"since", TimeSchema("Start of the due window (default as_of minus 24 hours).")},
-             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", kMaxLimit},
+             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits::kMaxNotificationsPerSection},
                         {"description", "Most items per section (default 50)."}}}}}},
       .output_schema =
           {{"type", "object"},

@@ -11,8 +11,8 @@ TEST(FloodGuardTest, AdmitsABurstThenRefillsAtTheRate) {
   FloodGuard guard(/*rate=*/2, /*burst=*/3, /*max_addresses=*/16);
   auto t = FloodGuard::Clock::time_point{} + std::chrono::hours(1);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(guard.Admit("10.0.0.1", t), 0) << i;
-  EXPECT_EQ(guard.Admit("10.0.0.1", t), 1);           // empty: wait a second (0.5 s, rounded up)
-  EXPECT_EQ(guard.Admit("10.0.0.2", t), 0);           // another address has its own bucket
+  EXPECT_EQ(guard.Admit("10.0.0.1", t), 1);  // empty: wait a second (0.5 s, rounded up)
+  EXPECT_EQ(guard.Admit("10.0.0.2", t), 0);  // another address has its own bucket
   EXPECT_EQ(guard.Admit("10.0.0.1", t + milliseconds(499)), 1);
   EXPECT_EQ(guard.Admit("10.0.0.1", t + milliseconds(500)), 0);  // one token back
   EXPECT_EQ(guard.Admit("10.0.0.1", t + milliseconds(500)), 1);

@@ -103,9 +103,14 @@ size_t HttpRouter::BodyLimit(std::string_view target) {
                                               : limits::kMaxRequestBodyBytes;
 }
 
-HttpResponse HttpRouter::TooLarge(size_t limit) {
-  return RpcProblem(413, rpc::kInvalidRequest,
-                    "Request body exceeds the limit of " + std::to_string(limit) + " bytes");
+HttpResponse HttpRouter::TooLarge(std::string_view target) {
+  size_t limit = BodyLimit(target);
+  std::string message = "Request body exceeds the limit of " + std::to_string(limit) + " bytes";
+  // Each route answers in its own error shape: JSON-RPC for /mcp, a status body for ingest.
+  if (target.substr(0, target.find('?')) == "/v1/episodes") {
+    return Problem(413, "payload_too_large", message);
+  }
+  return RpcProblem(413, rpc::kInvalidRequest, message);
 }
 
 bool HttpRouter::OriginAllowed(const std::string& origin) const {

@@ -70,8 +70,9 @@ class HttpRouter {
   // The transport closed a stream that Handle() opened.
   void StreamClosed(const std::string& session);
 
-  // The answer for a request whose body exceeded its limit (the transport stops reading).
-  static HttpResponse TooLarge(size_t limit);
+  // The answer for a request to `target` whose body exceeded its limit (the transport
+  // stops reading).
+  static HttpResponse TooLarge(std::string_view target);
   // "METHOD /path" for logs and metrics; unknown methods and paths collapse to one name.
   static std::string RouteName(std::string_view method, std::string_view target);
   // The body limit for a request to `target`.

@@ -169,7 +169,14 @@ TEST_F(HttpRouterTest, IngestNeedsActScopeAndReportsLineErrors) {
 TEST_F(HttpRouterTest, BodyLimitsByRoute) {
   EXPECT_EQ(HttpRouter::BodyLimit("/mcp"), limits::kMaxRequestBodyBytes);
   EXPECT_EQ(HttpRouter::BodyLimit("/v1/episodes"), limits::kMaxIngestBodyBytes);
-  EXPECT_EQ(HttpRouter::TooLarge(10).status, 413);
+  HttpResponse mcp = HttpRouter::TooLarge("/mcp");
+  EXPECT_EQ(mcp.status, 413);
+  EXPECT_EQ(json::parse(mcp.body)["error"]["code"], -32600);
+  HttpResponse ingest = HttpRouter::TooLarge("/v1/episodes?x=1");
+  EXPECT_EQ(ingest.status, 413);
+  EXPECT_EQ(json::parse(ingest.body)["error"], "payload_too_large");
+  EXPECT_NE(json::parse(ingest.body)["message"].get<std::string>().find("33554432"),
+            std::string::npos);
 }
 
 TEST_F(HttpRouterTest, MetricsArePrometheusText) {

@@ -90,7 +90,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(limits::kMaxHeaderBytes);
     // The body limit depends on the route: it is set once the header names the target.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
-    stream_.expires_after(server_.options.http.idle_timeout);
+    if (buffer_.size() > 0) return ReadRestOfHeader();  // a pipelined request is under way
+    // Between requests the idle timeout applies; once the first byte of a request arrives,
+    // the whole of it must arrive within the read timeout (a slowloris is cut there).
+    // Waiting for readability consumes nothing, so Beast's header limit counts every byte.
+    awaiting_request_ = true;
+    timer_.expires_after(server_.options.http.idle_timeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec && self->awaiting_request_) self->Close();
+    });
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                  self->awaiting_request_ = false;
+                                  self->timer_.cancel();
+                                  if (ec) return self->Close();
+                                  self->ReadRestOfHeader();
+                                });
+  }
+
+  void ReadRestOfHeader() {
+    stream_.expires_after(server_.options.http.read_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
   }
@@ -105,7 +124,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto& req = parser_->get();
     size_t limit = HttpRouter::BodyLimit(req.target());
     if (parser_->content_length() && *parser_->content_length() > limit) {
-      return Send(HttpRouter::TooLarge(limit), /*keep_alive=*/false);
+      return Send(HttpRouter::TooLarge(req.target()), /*keep_alive=*/false);
     }
     parser_->body_limit(limit);
     stream_.expires_after(server_.options.http.read_timeout);
@@ -128,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnRead(beast::error_code ec, size_t) {
     if (ec == http::error::body_limit) {
-      return Send(HttpRouter::TooLarge(HttpRouter::BodyLimit(parser_->get().target())), false);
+      return Send(HttpRouter::TooLarge(parser_->get().target()), false);
     }
     if (ec) return Close();
     auto& raw = parser_->get();
@@ -277,6 +296,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpServer::Impl& server_;
   net::steady_timer timer_;
   bool busy_ = false;
+  bool awaiting_request_ = false;  // idle between requests, under the idle timeout
   bool streaming_ = false;
   bool closed_ = false;
   std::string session_;

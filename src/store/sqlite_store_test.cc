@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/time.h"
+#include "testing/temp_store.h"
+
+namespace cortex {
+namespace {
+
+Workspace MakeWorkspace(int i) {
+  return Workspace{"ws_" + std::to_string(i), "w" + std::to_string(i), "wv_0", "av_0",
+                   *ParseTime("2026-06-10T09:00:00Z")};
+}
+
+size_t CountWorkspaces(Store& store) {
+  size_t n = 0;
+  EXPECT_TRUE(store
+                  .Read([&](ReadTx& tx) -> Status {
+                    auto all = tx.ListWorkspaces();
+                    if (!all.ok()) return all.status();
+                    n = all->size();
+                    return Status::Ok();
+                  })
+                  .ok());
+  return n;
+}
+
+// Many threads writing at once share commits; each write still succeeds or fails alone.
+TEST(GroupCommitTest, ConcurrentWritesCommitOrFailIndependently) {
+  testing::TempStore store;
+  constexpr int kThreads = 8, kEach = 40;
+  std::atomic<int> ok{0}, failed{0}, thrown{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        int n = t * kEach + i;
+        try {
+          Status st = store->Write([&](WriteTx& tx) -> Status {
+            CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(n)));
+            // Every 5th write fails after writing, every 7th throws: both must leave no row.
+            if (n % 5 == 0) return Status::InvalidArgument("refused");
+            if (n % 7 == 0) throw std::runtime_error("boom");
+            return Status::Ok();
+          });
+          (st.ok() ? ok : failed)++;
+          if (!st.ok()) EXPECT_EQ(st.code(), Code::kInvalidArgument);
+        } catch (const std::runtime_error& e) {
+          EXPECT_STREQ(e.what(), "boom");  // the writer's own exception, in its own thread
+          thrown++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  int total = kThreads * kEach, fives = 0, sevens = 0;
+  for (int n = 0; n < total; ++n) {
+    if (n % 5 == 0) {
+      ++fives;
+    } else if (n % 7 == 0) {
+      ++sevens;
+    }
+  }
+  EXPECT_EQ(failed, fives);
+  EXPECT_EQ(thrown, sevens);
+  EXPECT_EQ(ok, total - fives - sevens);
+  EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(ok.load()));
+  // Committed means durable: a reopened store has every acknowledged row.
+  store.Reopen();
+  EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(ok.load()));
+}
+
+// A write in a batch sees the writes committed before it, as if they ran one by one.
+TEST(GroupCommitTest, WritesInOneBatchSeeEarlierOnes) {
+  testing::TempStore store;
+  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(0)); }).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> conflicts{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      Status st = store->Write([&](WriteTx& tx) -> Status {
+        // Insert-if-absent: exactly one thread may create ws_1.
+        if (tx.GetWorkspace("ws_1").ok()) return Status::Conflict("exists");
+        return tx.InsertWorkspace(MakeWorkspace(1));
+      });
+      if (st.code() == Code::kConflict) conflicts++;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(conflicts, 5);
+  EXPECT_EQ(CountWorkspaces(*store), 2u);
+}
+
+}  // namespace
+}  // namespace cortex
