@@ -42,10 +42,14 @@ Result<JsonSchema> JsonSchema::Compile(const nlohmann::json& schema) {
 }
 
 Status JsonSchema::Validate(const nlohmann::json& doc) const {
-  valijson::Validator validator(valijson::Validator::kStrongTypes);
-  valijson::ValidationResults results;
+  // One validator per thread: it keeps the compiled std::regex of every `pattern` it met,
+  // which would otherwise be compiled again on every call.
+  thread_local valijson::Validator validator(valijson::Validator::kStrongTypes);
   valijson::adapters::NlohmannJsonAdapter target(doc);
-  if (validator.validate(*schema_, target, &results)) return Status::Ok();
+  // Valid documents (the common case) take the fast path that collects no error text.
+  if (validator.validate(*schema_, target, nullptr)) return Status::Ok();
+  valijson::ValidationResults results;
+  validator.validate(*schema_, target, &results);
   // valijson reports the outermost failure last and the most specific first; the first
   // error is the one that names the field.
   valijson::ValidationResults::Error error;

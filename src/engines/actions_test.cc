@@ -21,6 +21,14 @@ namespace {
 
 using nlohmann::json;
 
+CommunicateRequest Req(std::string to, std::string message, std::string tone = "") {
+  CommunicateRequest r;
+  r.to = std::move(to);
+  r.message = std::move(message);
+  r.tone = std::move(tone);
+  return r;
+}
+
 // A connector that fails its first `failures` deliveries, then records what it got.
 class FlakyConnector : public Connector {
  public:
@@ -50,7 +58,7 @@ class ActionsTest : public ::testing::Test {
   }
 
   ActionResult Send(const std::string& to, const std::string& message = "Quick check") {
-    auto r = engine().Communicate(ws_.id, CommunicateRequest{to, message, "", ""});
+    auto r = engine().Communicate(ws_.id, Req(to, message));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : ActionResult{};
   }
@@ -206,11 +214,11 @@ TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
   for (const auto& s : d.details["signals"]) signal |= s["kind"] == "first_contact";
   EXPECT_TRUE(signal);
   auto missing = engine().Communicate(
-      ws_.id, CommunicateRequest{"entity_01M8PS06M053VVFGPPNAWWM0AA", "hi", "", ""});
+      ws_.id, Req("entity_01M8PS06M053VVFGPPNAWWM0AA", "hi"));
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);
   EXPECT_NE(missing.status().message().find("field 'to'"), std::string::npos);
   auto bad_tone =
-      engine().Communicate(ws_.id, CommunicateRequest{"sarah@n.example", "hi", "sarcastic", ""});
+      engine().Communicate(ws_.id, Req("sarah@n.example", "hi", "sarcastic"));
   EXPECT_EQ(bad_tone.status().code(), Code::kInvalidArgument);
 }
 

@@ -398,7 +398,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     const json& body = reply.body();
     out.status = body.value("error", std::string("tool_error"));
   }
-  return reply.ToCallToolResult();
+  return std::move(reply).ToCallToolResult();
 }
 
 bool McpServer::SessionExists(const std::string& id, const AuthContext& auth) {

@@ -135,6 +135,10 @@ class Conn {
     return Status::Internal(msg);
   }
 
+  // Runs one statement from the cache: for the BEGIN/COMMIT/SAVEPOINT of every
+  // transaction, which sqlite3_exec would parse again each time.
+  Status Run(std::string_view sql) { return Prepare(sql).Run(); }
+
   // False once SQLite has rolled the open transaction back by itself (after an I/O or
   // out-of-memory error, for instance).
   bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
@@ -1130,11 +1134,11 @@ class SqliteStore final : public Store {
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
     auto conn = AcquireReader();
     if (!conn.ok()) return conn.status();
-    Status st = (*conn)->Exec("BEGIN");
+    Status st = (*conn)->Run("BEGIN");
     if (st.ok()) {
       SqliteTx tx(**conn);
       st = fn(tx);
-      Status end = (*conn)->Exec("COMMIT");  // a read transaction: commit just ends it
+      Status end = (*conn)->Run("COMMIT");  // a read transaction: commit just ends it
       if (st.ok()) st = end;
     }
     ReleaseReader(std::move(*conn));
@@ -1189,7 +1193,7 @@ class SqliteStore final : public Store {
 
   void RunBatch(const std::vector<PendingWrite*>& batch) {
     std::lock_guard<std::mutex> lock(write_mu_);
-    Status begin = writer_->Exec("BEGIN IMMEDIATE");
+    Status begin = writer_->Run("BEGIN IMMEDIATE");
     if (!begin.ok()) {
       for (PendingWrite* w : batch) w->result = begin;
       return;
@@ -1197,7 +1201,7 @@ class SqliteStore final : public Store {
     SqliteTx tx(*writer_);
     for (size_t i = 0; i < batch.size(); ++i) {
       PendingWrite* w = batch[i];
-      Status sp = writer_->Exec("SAVEPOINT w");
+      Status sp = writer_->Run("SAVEPOINT w");
       if (sp.ok()) {
         try {
           w->result = (*w->fn)(tx);
@@ -1218,15 +1222,15 @@ class SqliteStore final : public Store {
         return;
       }
       if (w->result.ok()) {
-        w->result = writer_->Exec("RELEASE w");
+        w->result = writer_->Run("RELEASE w");
       } else {
-        (void)writer_->Exec("ROLLBACK TO w");
-        (void)writer_->Exec("RELEASE w");
+        (void)writer_->Run("ROLLBACK TO w");
+        (void)writer_->Run("RELEASE w");
       }
     }
-    Status commit = writer_->Exec("COMMIT");
+    Status commit = writer_->Run("COMMIT");
     if (!commit.ok()) {
-      (void)writer_->Exec("ROLLBACK");
+      (void)writer_->Run("ROLLBACK");
       for (PendingWrite* w : batch) {
         if (w->result.ok()) w->result = commit;
       }

@@ -50,10 +50,11 @@ ToolReply ToolReply::Raw(json call_tool_result) {
   return r;
 }
 
-json ToolReply::ToCallToolResult() const {
-  if (raw_) return body_;
-  json result{{"content", json::array({{{"type", "text"}, {"text", DumpJson(body_)}}})},
-              {"structuredContent", body_}};
+json ToolReply::ToCallToolResult() && {
+  if (raw_) return std::move(body_);
+  std::string text = DumpJson(body_);
+  json result{{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})},
+              {"structuredContent", std::move(body_)}};
   if (is_error_) result["isError"] = true;
   return result;
 }

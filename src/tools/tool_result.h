@@ -29,8 +29,8 @@ class ToolReply {
 
   bool is_error() const { return is_error_; }
   const nlohmann::json& body() const { return body_; }
-  // The CallToolResult for the wire.
-  nlohmann::json ToCallToolResult() const;
+  // The CallToolResult for the wire (takes the body: no copy of a large result).
+  nlohmann::json ToCallToolResult() &&;
 
  private:
   nlohmann::json body_;

@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <limits>
 #include <cctype>
@@ -35,7 +36,12 @@ struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
       : router(r), metrics(m), options(std::move(o)),
         flood(options.http.flood_rate, options.http.flood_burst, limits::kMaxFloodAddresses),
-        acceptor(net::make_strand(ioc)), grace_timer(ioc) {}
+        acceptor(ioc), grace_timer(ioc) {
+    for (int i = 0; i < std::max(1, options.threads); ++i) {
+      workers.push_back(std::make_unique<net::io_context>(1));
+      work.push_back(net::make_work_guard(*workers.back()));
+    }
+  }
 
   void Accept();
   void BeginStop();
@@ -45,7 +51,13 @@ struct HttpServer::Impl {
   Metrics& metrics;
   HttpServerOptions options;
   FloodGuard flood;
+  // The main context accepts, watches signals and times the shutdown. Each connection lives
+  // on one worker context, run by one thread: its handlers never hop threads, so a request
+  // costs no cross-thread wake-ups and needs no strand.
   net::io_context ioc;
+  std::vector<std::unique_ptr<net::io_context>> workers;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
+  size_t next_worker = 0;  // round robin; touched only by the accept handler
   tcp::acceptor acceptor;
   net::steady_timer grace_timer;
   std::optional<net::signal_set> signals;
@@ -304,7 +316,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void HttpServer::Impl::Accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+  net::io_context& worker = *workers[next_worker++ % workers.size()];
+  acceptor.async_accept(worker, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!stopping) spdlog::warn("accept: {}", ec.message());
       if (stopping || ec == net::error::operation_aborted) return;
@@ -396,12 +409,14 @@ void HttpServer::Run() {
     if (!ec) impl_->BeginStop();
   });
   impl_->Accept();
-  // run() returns once the acceptor, the signal wait and every connection are gone.
   std::vector<std::thread> threads;
-  for (int i = 1; i < impl_->options.threads; ++i) {
-    threads.emplace_back([this] { impl_->ioc.run(); });
+  for (auto& worker : impl_->workers) {
+    threads.emplace_back([&w = *worker] { w.run(); });
   }
+  // The main context's run() returns once the acceptor and the signal wait are gone and
+  // every connection has closed (or the shutdown grace period ran out).
   impl_->ioc.run();
+  for (auto& worker : impl_->workers) worker->stop();
   for (auto& t : threads) t.join();
 }
 
