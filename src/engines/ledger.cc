@@ -33,19 +33,21 @@ Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std
                                       const std::string& decision_id, const std::string& event,
                                       const nlohmann::json& provenance,
                                       const nlohmann::json& detail) {
-  auto last = tx.LastLedgerEntry(ws);
-  if (!last.ok()) return last.status();
+  // The workspace's anchor holds the last entry's seq and hash: no need to load it.
+  auto anchor = tx.LedgerAnchor(ws);
+  if (!anchor.ok()) return anchor.status();
+  auto [last_seq, last_hash] = *std::move(anchor);
   LedgerEntry e;
   e.id = NewId("led_", clock);
   e.workspace_id = ws;
-  e.seq = *last ? (*last)->seq + 1 : 1;
+  e.seq = last_seq + 1;
   e.action_id = action_id;
   e.decision_id = decision_id;
   e.event = event;
   e.occurred_at = clock.Now();
   e.provenance = provenance;
   e.detail = detail;
-  e.prev_hash = *last ? (*last)->hash : kGenesis;
+  e.prev_hash = last_seq > 0 ? last_hash : kGenesis;
   e.hash = LedgerHash(e);
   CORTEX_RETURN_IF_ERROR(tx.AppendLedger(e));
   return e.id;

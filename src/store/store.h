@@ -92,8 +92,6 @@ class ReadTx {
 
   // The chain's anchor kept on the workspace row: the last seq and hash appended.
   virtual Result<std::pair<int64_t, std::string>> LedgerAnchor(const std::string& ws) = 0;
-  // The last ledger entry of `ws`, if any.
-  virtual Result<std::optional<LedgerEntry>> LastLedgerEntry(const std::string& ws) = 0;
   // Ledger entries of `ws` with seq > after_seq, in seq order, at most `limit`.
   virtual Result<std::vector<LedgerEntry>> ListLedger(const std::string& ws, int64_t after_seq,
                                                       int limit) = 0;
