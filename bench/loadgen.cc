@@ -55,13 +55,13 @@ struct Options {
   int port = 0;
   std::string token;
   int connections = 1;
-  double duration = -1;     // measured seconds (after warmup); 0: until the input runs out
-  long long requests = 0;   // if > 0: stop after this many measured requests instead
+  double duration = -1;    // measured seconds (after warmup); 0: until the input runs out
+  long long requests = 0;  // if > 0: stop after this many measured requests instead
   double warmup = 0;
-  std::string scenario;     // inspect | why_action | reads | communicate | approve | ingest
-  int batch = 100;          // ingest: lines per request
+  std::string scenario;  // inspect | why_action | reads | communicate | approve | ingest
+  int batch = 100;       // ingest: lines per request
   std::string ids_file;
-  std::string file;         // ingest: JSONL to send in batches ("-": stdin) instead of synthetic
+  std::string file;           // ingest: JSONL to send in batches ("-": stdin) instead of synthetic
   int counterparties = 1000;  // communicate / synthetic ingest: p{k}@org{k%40}.example
   long server_pid = 0;
   std::string collect_kind;  // --collect-ids KIND
@@ -74,7 +74,8 @@ struct Options {
 
 [[noreturn]] void Usage(const char* msg) {
   if (msg) std::fprintf(stderr, "cortex-loadgen: %s\n", msg);
-  std::fprintf(stderr,
+  std::fprintf(
+      stderr,
       "usage: cortex-loadgen --port P --token T --scenario S [options]\n"
       "       cortex-loadgen --port P --token T --collect-ids KIND --out FILE [--since T]\n"
       "  --host H              server address (default 127.0.0.1)\n"
@@ -118,27 +119,48 @@ Options Parse(int argc, char** argv) {
       if (end == v.c_str() || *end) Usage(("not a number for " + a + ": " + v).c_str());
       return d;
     };
-    if (a == "--host") o.host = val();
-    else if (a == "--port") o.port = static_cast<int>(num());
-    else if (a == "--token") o.token = val();
-    else if (a == "--connections") o.connections = static_cast<int>(num());
-    else if (a == "--duration") o.duration = num();
-    else if (a == "--requests") o.requests = static_cast<long long>(num());
-    else if (a == "--warmup") o.warmup = num();
-    else if (a == "--scenario") o.scenario = val();
-    else if (a == "--batch") o.batch = static_cast<int>(num());
-    else if (a == "--ids") o.ids_file = val();
-    else if (a == "--file") o.file = val();
-    else if (a == "--counterparties") o.counterparties = static_cast<int>(num());
-    else if (a == "--server-pid") o.server_pid = static_cast<long>(num());
-    else if (a == "--collect-ids") o.collect_kind = val();
-    else if (a == "--out") o.out_file = val();
-    else if (a == "--since") o.since = val();
-    else if (a == "--max") o.max_ids = static_cast<long long>(num());
-    else if (a == "--label") o.label = val();
-    else if (a == "--timeout") o.timeout = num();
-    else if (a == "-h" || a == "--help") Usage(nullptr);
-    else Usage(("unknown option " + a).c_str());
+    if (a == "--host")
+      o.host = val();
+    else if (a == "--port")
+      o.port = static_cast<int>(num());
+    else if (a == "--token")
+      o.token = val();
+    else if (a == "--connections")
+      o.connections = static_cast<int>(num());
+    else if (a == "--duration")
+      o.duration = num();
+    else if (a == "--requests")
+      o.requests = static_cast<long long>(num());
+    else if (a == "--warmup")
+      o.warmup = num();
+    else if (a == "--scenario")
+      o.scenario = val();
+    else if (a == "--batch")
+      o.batch = static_cast<int>(num());
+    else if (a == "--ids")
+      o.ids_file = val();
+    else if (a == "--file")
+      o.file = val();
+    else if (a == "--counterparties")
+      o.counterparties = static_cast<int>(num());
+    else if (a == "--server-pid")
+      o.server_pid = static_cast<long>(num());
+    else if (a == "--collect-ids")
+      o.collect_kind = val();
+    else if (a == "--out")
+      o.out_file = val();
+    else if (a == "--since")
+      o.since = val();
+    else if (a == "--max")
+      o.max_ids = static_cast<long long>(num());
+    else if (a == "--label")
+      o.label = val();
+    else if (a == "--timeout")
+      o.timeout = num();
+    else if (a == "-h" || a == "--help")
+      Usage(nullptr);
+    else
+      Usage(("unknown option " + a).c_str());
   }
   if (o.port <= 0 || o.port > 65535) Usage("--port is required");
   if (o.token.empty()) Usage("--token is required");
@@ -151,8 +173,8 @@ Options Parse(int argc, char** argv) {
     Usage("--duration 0 needs a finite input: --file, approve's --ids, or --requests");
   }
   if (o.collect_kind.empty()) {
-    static const char* kScenarios[] = {"inspect", "why_action", "reads", "communicate",
-                                       "approve", "ingest"};
+    static const char* kScenarios[] = {"inspect",     "why_action", "reads",
+                                       "communicate", "approve",    "ingest"};
     if (std::none_of(std::begin(kScenarios), std::end(kScenarios),
                      [&](const char* s) { return o.scenario == s; })) {
       Usage("--scenario must be inspect|why_action|reads|communicate|approve|ingest");
@@ -265,8 +287,9 @@ class Conn {
         return false;
       }
       if (errno == EINTR) continue;
-      err = (errno == EAGAIN || errno == EWOULDBLOCK) ? "timeout waiting for response"
-                                                      : std::string("recv: ") + std::strerror(errno);
+      err = (errno == EAGAIN || errno == EWOULDBLOCK)
+                ? "timeout waiting for response"
+                : std::string("recv: ") + std::strerror(errno);
       return false;
     }
   }
@@ -310,9 +333,8 @@ class Conn {
     size_t pos = head.find("\r\n");
     while (pos != std::string_view::npos && pos < head.size()) {
       size_t next = head.find("\r\n", pos + 2);
-      std::string_view line = head.substr(pos + 2, next == std::string_view::npos
-                                                       ? std::string_view::npos
-                                                       : next - pos - 2);
+      std::string_view line = head.substr(
+          pos + 2, next == std::string_view::npos ? std::string_view::npos : next - pos - 2);
       size_t colon = line.find(':');
       if (colon != std::string_view::npos) {
         std::string_view name = line.substr(0, colon);
@@ -381,11 +403,21 @@ std::string JsonEscape(std::string_view s) {
   out.reserve(s.size() + 8);
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char b[8];
@@ -418,8 +450,9 @@ std::string ToolCall(const Options& o, uint64_t id, std::string_view tool,
   req += o.host;
   req += "\r\nAuthorization: Bearer ";
   req += o.token;
-  req += "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-         "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: ";
+  req +=
+      "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+      "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: ";
   req += tool;
   req += "\r\nContent-Length: ";
   req += std::to_string(body.size());
@@ -503,8 +536,10 @@ IdPools LoadIds(const std::string& path) {
   }
   std::string tok;
   while (in >> tok) {
-    if (tok.rfind("dec_", 0) == 0) p.decisions.push_back(tok);
-    else if (tok.rfind("act_", 0) == 0) p.actions.push_back(tok);
+    if (tok.rfind("dec_", 0) == 0)
+      p.decisions.push_back(tok);
+    else if (tok.rfind("act_", 0) == 0)
+      p.actions.push_back(tok);
   }
   return p;
 }
@@ -514,8 +549,8 @@ struct Shared {
   IdPools ids;
   std::atomic<bool> recording{false};
   std::atomic<bool> stop{false};
-  std::atomic<long long> measured{0};   // requests started while recording
-  std::atomic<size_t> next_id{0};       // approve: each id once
+  std::atomic<long long> measured{0};  // requests started while recording
+  std::atomic<size_t> next_id{0};      // approve: each id once
   std::atomic<bool> ids_exhausted{false};
   std::atomic<bool> input_done{false};  // ingest --file: EOF
   std::atomic<long long> episodes{0};   // ingest: episodes added (measured)
@@ -573,10 +608,10 @@ std::string IsoTime(time_t t) {
 // One unit of work: the request and how to check its response.
 struct Work {
   std::string request;
-  std::string expect_id;     // inspect / why_action: the id that must come back
-  const char* kind = "";     // inspect | why_action | communicate | approve | ingest
-  long long episodes = 0;    // ingest: episode lines in the batch
-  long long inbound = 0;     // ingest: message_received lines (each triaged)
+  std::string expect_id;   // inspect / why_action: the id that must come back
+  const char* kind = "";   // inspect | why_action | communicate | approve | ingest
+  long long episodes = 0;  // ingest: episode lines in the batch
+  long long inbound = 0;   // ingest: message_received lines (each triaged)
 };
 
 // Builds the next request of the scenario; false when there is nothing more to send.
@@ -795,9 +830,9 @@ void Worker(Shared& sh, int thread, ThreadResult& out) {
 
 struct ProcSample {
   bool ok = false;
-  double cpu_s = 0;       // utime + stime
-  double rss_mib = 0;     // VmRSS
-  double hwm_mib = 0;     // VmHWM (peak)
+  double cpu_s = 0;    // utime + stime
+  double rss_mib = 0;  // VmRSS
+  double hwm_mib = 0;  // VmHWM (peak)
 };
 
 ProcSample ReadProc(long pid) {
@@ -858,11 +893,14 @@ std::string Fixed(double v, int prec) {
 
 int CollectIds(const Options& o) {
   std::string filters;
-  if (o.collect_kind == "triage") filters = "\"decision_class\":\"triage\"";
-  else if (o.collect_kind == "action_proposed") filters = "\"decision_class\":\"action_proposed\"";
+  if (o.collect_kind == "triage")
+    filters = "\"decision_class\":\"triage\"";
+  else if (o.collect_kind == "action_proposed")
+    filters = "\"decision_class\":\"action_proposed\"";
   else if (o.collect_kind == "pending")
     filters = "\"decision_class\":\"action_proposed\",\"status\":\"pending\"";
-  else if (o.collect_kind != "all") Usage("--collect-ids KIND: triage|action_proposed|pending|all");
+  else if (o.collect_kind != "all")
+    Usage("--collect-ids KIND: triage|action_proposed|pending|all");
   if (!o.since.empty()) {
     if (!filters.empty()) filters += ",";
     filters += "\"since\":\"" + JsonEscape(o.since) + "\"";
@@ -913,8 +951,8 @@ int CollectIds(const Options& o) {
   }
   std::fclose(out);
   double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::fprintf(stderr, "collected %lld %s ids in %lld pages, %.1f s\n", n,
-               o.collect_kind.c_str(), pages, s);
+  std::fprintf(stderr, "collected %lld %s ids in %lld pages, %.1f s\n", n, o.collect_kind.c_str(),
+               pages, s);
   return 0;
 }
 
@@ -966,8 +1004,8 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   };
   if (o.warmup > 0) {
-    sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(o.warmup)));
+    sleep_until(
+        t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup)));
     p0 = ReadProc(o.server_pid);
     c0 = SelfCpu();
     t0 = Clock::now();
@@ -1005,9 +1043,8 @@ int main(int argc, char** argv) {
   double p50 = Percentile(lat, 0.50), p90 = Percentile(lat, 0.90), p99 = Percentile(lat, 0.99),
          p999 = Percentile(lat, 0.999);
   double eps = secs > 0 ? static_cast<double>(sh.episodes.load()) / secs : 0;
-  double srv_cpu_per_req = (p0.ok && p1.ok && ok > 0)
-                               ? (p1.cpu_s - p0.cpu_s) * 1e6 / static_cast<double>(ok)
-                               : NAN;
+  double srv_cpu_per_req =
+      (p0.ok && p1.ok && ok > 0) ? (p1.cpu_s - p0.cpu_s) * 1e6 / static_cast<double>(ok) : NAN;
   double srv_cpu_util = (p0.ok && p1.ok && secs > 0) ? (p1.cpu_s - p0.cpu_s) / secs : NAN;
   double cli_cpu_per_req = ok > 0 ? (c1 - c0) * 1e6 / static_cast<double>(ok) : NAN;
 
@@ -1016,8 +1053,8 @@ int main(int argc, char** argv) {
   std::printf("%s%s: %d conn, %lld req in %.2f s = %.0f req/s", prefix.c_str(), name.c_str(),
               o.connections, ok, secs, rps);
   if (sc == "ingest") std::printf(", %.0f episodes/s", eps);
-  std::printf("; latency p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us; errors %lld",
-              p50, p99, p999, static_cast<double>(max_ns) / 1000.0, errors);
+  std::printf("; latency p50 %.0f us, p99 %.0f us, p99.9 %.0f us, max %.0f us; errors %lld", p50,
+              p99, p999, static_cast<double>(max_ns) / 1000.0, errors);
   if (p1.ok)
     std::printf("; server %.0f us CPU/req (%.2f cores), RSS %.1f MiB, peak %.1f MiB",
                 srv_cpu_per_req, srv_cpu_util, p1.rss_mib, p1.hwm_mib);
@@ -1035,12 +1072,11 @@ int main(int argc, char** argv) {
       sc.c_str(), JsonEscape(o.label).c_str(), o.connections, sc == "ingest" ? o.batch : 0, ok,
       Fixed(secs, 3).c_str(), Fixed(rps, 1).c_str(),
       sc == "ingest" ? Fixed(eps, 1).c_str() : "null", Fixed(mean, 1).c_str(),
-      Fixed(p50, 1).c_str(), Fixed(p90, 1).c_str(), Fixed(p99, 1).c_str(),
-      Fixed(p999, 1).c_str(), Fixed(static_cast<double>(max_ns) / 1000.0, 1).c_str(), errors,
+      Fixed(p50, 1).c_str(), Fixed(p90, 1).c_str(), Fixed(p99, 1).c_str(), Fixed(p999, 1).c_str(),
+      Fixed(static_cast<double>(max_ns) / 1000.0, 1).c_str(), errors,
       Fixed(srv_cpu_per_req, 1).c_str(), Fixed(srv_cpu_util, 2).c_str(),
-      p1.ok ? Fixed(p1.rss_mib, 1).c_str() : "null",
-      p1.ok ? Fixed(p1.hwm_mib, 1).c_str() : "null", Fixed(cli_cpu_per_req, 1).c_str(),
-      sh.ids_exhausted ? "true" : "false");
+      p1.ok ? Fixed(p1.rss_mib, 1).c_str() : "null", p1.ok ? Fixed(p1.hwm_mib, 1).c_str() : "null",
+      Fixed(cli_cpu_per_req, 1).c_str(), sh.ids_exhausted ? "true" : "false");
   if (errors > 0) {
     std::lock_guard<std::mutex> l(sh.err_mu);
     std::fprintf(stderr, "errors by kind:\n");

@@ -1,8 +1,8 @@
 #include "app.h"
 
-#include <boost/asio/ip/address.hpp>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <iostream>
 #include <thread>
@@ -31,8 +31,7 @@ namespace {
 // whose undo window passed, deliver the outbox. Overdue work is done at start.
 class BackgroundWork {
  public:
-  BackgroundWork(Store& store, const Clock& clock, const EngineConfig& config,
-                 Connector& connector)
+  BackgroundWork(Store& store, const Clock& clock, const EngineConfig& config, Connector& connector)
       : actions_(store, clock, config.actions),
         dispatcher_(store, clock, connector, config.delivery),
         clock_(clock),
@@ -116,9 +115,10 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     return 2;
   }
   if (options.insecure_no_auth && !address.is_loopback()) {
-    spdlog::error("--insecure-no-auth refuses to listen on {}: only loopback addresses are "
-                  "allowed without authentication",
-                  hp->host);
+    spdlog::error(
+        "--insecure-no-auth refuses to listen on {}: only loopback addresses are "
+        "allowed without authentication",
+        hp->host);
     return 2;
   }
   auto config = LoadConfig(options.config_path);
@@ -150,9 +150,10 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
       return 1;
     }
     anonymous = AuthContext{ws->id, ws->name, "", kScopeRead | kScopeAct | kScopeAdmin};
-    spdlog::warn("--insecure-no-auth: every request acts as workspace '{}' with all scopes; "
-                 "never use this outside tests",
-                 ws->name);
+    spdlog::warn(
+        "--insecure-no-auth: every request acts as workspace '{}' with all scopes; "
+        "never use this outside tests",
+        ws->name);
   }
   McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions},
                 config->actions.quotas);
@@ -165,7 +166,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   Metrics metrics;
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
-  HttpServer server(router, metrics, HttpServerOptions{hp->host, hp->port, options.threads, config->http});
+  HttpServer server(router, metrics,
+                    HttpServerOptions{hp->host, hp->port, options.threads, config->http});
   auto port = server.Bind();
   if (!port.ok()) {
     spdlog::error("{}", port.status().message());
@@ -180,8 +182,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   return 0;
 }
 
-int RunStdio(const std::string& data_dir, const std::string& config_path,
-             const std::string& token, const RegisterTools& register_tools) {
+int RunStdio(const std::string& data_dir, const std::string& config_path, const std::string& token,
+             const RegisterTools& register_tools) {
   auto config = LoadConfig(config_path);
   if (!config.ok()) {
     spdlog::error("{}", config.status().message());
@@ -208,8 +210,8 @@ int RunStdio(const std::string& data_dir, const std::string& config_path,
     return 1;
   }
   BackgroundWork background(**store, ProcessClock(), *config, **connector);
-  McpServer mcp(registry, **store, ProcessClock(),
-                ServerInfo{.instructions = kCortexInstructions}, config->actions.quotas);
+  McpServer mcp(registry, **store, ProcessClock(), ServerInfo{.instructions = kCortexInstructions},
+                config->actions.quotas);
   Metrics metrics;
   spdlog::info("cortex {} serving MCP on stdio for workspace '{}'", CORTEX_VERSION,
                auth->workspace_name);

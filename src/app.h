@@ -16,9 +16,9 @@ using RegisterTools = std::function<Status(ToolRegistry&, const EngineConfig&)>;
 
 struct ServeOptions {
   std::string data_dir;
-  std::string config_path;  // TOML; empty: defaults
-  std::string listen = "127.0.0.1:8787";  // host:port, [v6]:port
-  bool insecure_no_auth = false;           // loopback only; for the conformance suite
+  std::string config_path;                    // TOML; empty: defaults
+  std::string listen = "127.0.0.1:8787";      // host:port, [v6]:port
+  bool insecure_no_auth = false;              // loopback only; for the conformance suite
   std::string anonymous_workspace = "local";  // whom unauthenticated calls act as
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;
@@ -29,8 +29,8 @@ struct ServeOptions {
 int RunServe(const ServeOptions& options, const RegisterTools& register_tools);
 
 // `cortex mcp --stdio`: serves stdin/stdout with the token in `token`. Returns the exit code.
-int RunStdio(const std::string& data_dir, const std::string& config_path,
-             const std::string& token, const RegisterTools& register_tools);
+int RunStdio(const std::string& data_dir, const std::string& config_path, const std::string& token,
+             const RegisterTools& register_tools);
 
 // The instructions sent to clients in initialize and server/discover.
 extern const char kCortexInstructions[];

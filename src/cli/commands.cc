@@ -4,22 +4,22 @@
 
 #include <algorithm>
 #include <fstream>
-#include <map>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "core/clock.h"
+#include "core/ids.h"
 #include "core/time.h"
 #include "engines/config.h"
 #include "engines/demo_world.h"
 #include "engines/ingest.h"
 #include "engines/ledger.h"
-#include "engines/rules.h"
 #include "engines/quotas.h"
-#include "engines/trust.h"
-#include "core/ids.h"
+#include "engines/rules.h"
 #include "engines/tokens.h"
+#include "engines/trust.h"
 #include "store/store.h"
 
 namespace cortex {
@@ -46,21 +46,21 @@ Result<std::string> ReadInput(const std::string& file) {
 
 void PrintRulesReport(const ImportReport& r) {
   std::cout << "rules: " << r.added << " added, " << r.unchanged << " unchanged, " << r.retired
-            << " retired" << (r.settings_changed ? ", settings changed" : "")
-            << "; agent_version " << r.agent_version << "\n";
+            << " retired" << (r.settings_changed ? ", settings changed" : "") << "; agent_version "
+            << r.agent_version << "\n";
 }
 
 void PrintReport(const IngestReport& r) {
   std::cout << "ingested " << r.episodes_added << " episodes, " << r.entities_added
             << " new entities, " << r.entities_updated << " updated entities, " << r.duplicates
-            << " duplicates skipped, " << r.triaged << " triaged; world_version "
-            << r.world_version << "\n";
+            << " duplicates skipped, " << r.triaged << " triaged; world_version " << r.world_version
+            << "\n";
 }
 
 }  // namespace
 
-int CmdTokenCreate(const std::string& data, const std::string& workspace,
-                   const std::string& scopes, const std::string& label) {
+int CmdTokenCreate(const std::string& data, const std::string& workspace, const std::string& scopes,
+                   const std::string& label) {
   auto parsed = ParseScopes(scopes);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = Open(data);
@@ -86,9 +86,9 @@ int CmdTokenList(const std::string& data, const std::string& workspace) {
   if (!st.ok()) return Fail(st);
   std::cout << "ID\tSCOPES\tCREATED\tSTATUS\tLABEL\n";
   for (const TokenRecord& t : tokens) {
-    std::cout << t.id << "\t" << FormatScopes(t.scopes) << "\t" << FormatTime(t.created_at)
-              << "\t" << (t.revoked_at ? "revoked " + FormatTime(*t.revoked_at) : "active")
-              << "\t" << t.label << "\n";
+    std::cout << t.id << "\t" << FormatScopes(t.scopes) << "\t" << FormatTime(t.created_at) << "\t"
+              << (t.revoked_at ? "revoked " + FormatTime(*t.revoked_at) : "active") << "\t"
+              << t.label << "\n";
   }
   return 0;
 }
@@ -117,8 +117,7 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
   return 0;
 }
 
-int CmdRulesImport(const std::string& data, const std::string& workspace,
-                   const std::string& file) {
+int CmdRulesImport(const std::string& data, const std::string& workspace, const std::string& file) {
   auto input = ReadInput(file);
   if (!input.ok()) return Fail(input.status());
   auto store = Open(data);
@@ -158,10 +157,9 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
       if (r.then.max_level) effect = "max_level=" + std::to_string(*r.then.max_level);
       if (r.then.block) effect += effect.empty() ? "block" : ",block";
       if (r.then.urgent) effect += effect.empty() ? "urgent" : ",urgent";
-      std::cout << r.id << "\t" << r.name << "\t" << r.kind << "\t" << effect << "\t"
-                << r.priority << "\t" << ConfidenceLabel(r, thresholds) << "\t" << r.support
-                << "\t" << r.hits << "\t" << (r.active ? "active" : "retired") << "\t"
-                << r.summary << "\n";
+      std::cout << r.id << "\t" << r.name << "\t" << r.kind << "\t" << effect << "\t" << r.priority
+                << "\t" << ConfidenceLabel(r, thresholds) << "\t" << r.support << "\t" << r.hits
+                << "\t" << (r.active ? "active" : "retired") << "\t" << r.summary << "\n";
     }
   }
   return 0;
@@ -245,7 +243,8 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
                 const std::string& value) {
   if (FindQuota(name) == nullptr) {
     std::string known;
-    for (const QuotaField& f : kQuotaFields) known += (known.empty() ? "" : ", ") + std::string(f.name);
+    for (const QuotaField& f : kQuotaFields)
+      known += (known.empty() ? "" : ", ") + std::string(f.name);
     return Fail(Status::InvalidArgument("unknown quota '" + name + "' (" + known + ")"));
   }
   std::optional<int64_t> limit;
@@ -273,8 +272,7 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
   return 0;
 }
 
-int CmdQuotaList(const std::string& data, const std::string& workspace,
-                 const std::string& config) {
+int CmdQuotaList(const std::string& data, const std::string& workspace, const std::string& config) {
   auto loaded = LoadConfig(config);
   if (!loaded.ok()) return Fail(loaded.status());
   auto store = Open(data);

@@ -7,14 +7,13 @@
 
 namespace cortex {
 
-int CmdTokenCreate(const std::string& data, const std::string& workspace,
-                   const std::string& scopes, const std::string& label);
+int CmdTokenCreate(const std::string& data, const std::string& workspace, const std::string& scopes,
+                   const std::string& label);
 int CmdTokenList(const std::string& data, const std::string& workspace);
 int CmdTokenRevoke(const std::string& data, const std::string& workspace,
                    const std::string& token_id);
 int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file);
-int CmdRulesImport(const std::string& data, const std::string& workspace,
-                   const std::string& file);
+int CmdRulesImport(const std::string& data, const std::string& workspace, const std::string& file);
 int CmdRulesList(const std::string& data, const std::string& workspace, bool all);
 int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
                 const std::string& scope, std::optional<int> level, std::optional<int> ceiling);
@@ -23,8 +22,7 @@ int CmdTrustList(const std::string& data, const std::string& workspace);
 int CmdQuotaSet(const std::string& data, const std::string& workspace, const std::string& name,
                 const std::string& value);
 // The effective limits: the config's defaults (`config`, may be empty) and the overrides.
-int CmdQuotaList(const std::string& data, const std::string& workspace,
-                 const std::string& config);
+int CmdQuotaList(const std::string& data, const std::string& workspace, const std::string& config);
 int CmdLedgerVerify(const std::string& data, const std::string& workspace);
 int CmdMigrate(const std::string& data);
 int CmdDemo(const std::string& data);

@@ -1,9 +1,7 @@
 // The `cortex` command line. Every subcommand takes --data DIR (the SQLite store).
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
-
 #include <optional>
 
 #include "app.h"
@@ -32,12 +30,12 @@ int main(int argc, char** argv) {
   add_data(serve_cmd);
   serve_cmd->add_option("--config", serve.config_path, "TOML configuration file")
       ->check(CLI::ExistingFile);
-  serve_cmd->add_option("--listen", serve.listen, "HOST:PORT to listen on")
-      ->capture_default_str();
+  serve_cmd->add_option("--listen", serve.listen, "HOST:PORT to listen on")->capture_default_str();
   serve_cmd->add_flag("--insecure-no-auth", serve.insecure_no_auth,
                       "Accept requests without a token (loopback only; for test suites)");
-  serve_cmd->add_option("--workspace", serve.anonymous_workspace,
-                        "With --insecure-no-auth: the workspace requests act as")
+  serve_cmd
+      ->add_option("--workspace", serve.anonymous_workspace,
+                   "With --insecure-no-auth: the workspace requests act as")
       ->capture_default_str();
   serve_cmd->add_option("--allow-origin", serve.allowed_origins,
                         "An Origin allowed besides loopback ones (repeatable)");
@@ -105,7 +103,8 @@ int main(int argc, char** argv) {
   rules_import->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
   rules_import->add_option("file", file, "FILE.yaml, or - for stdin")->required();
   rules_import->callback([&] { rc = CmdRulesImport(data_dir, workspace, file); });
-  auto* rules_list = rules_cmd->add_subcommand("list", "List the rules in force, in evaluation order");
+  auto* rules_list =
+      rules_cmd->add_subcommand("list", "List the rules in force, in evaluation order");
   add_data(rules_list);
   rules_list->add_option("--workspace", workspace, "Workspace")->required();
   bool all_rules = false;
@@ -121,8 +120,9 @@ int main(int argc, char** argv) {
       "set", "Set the level (and, for a tag, the ceiling) for an action class and a scope");
   add_data(trust_set);
   trust_set->add_option("--workspace", workspace, "Workspace")->required();
-  trust_set->add_option("--scope", scope,
-                        "default, tag:<tag>, or a counterparty (entity id, email, @handle)")
+  trust_set
+      ->add_option("--scope", scope,
+                   "default, tag:<tag>, or a counterparty (entity id, email, @handle)")
       ->required();
   trust_set->add_option("--class", action_class, "Action class")->capture_default_str();
   trust_set->add_option("--level", level, "0 off, 1 draft, 2 supervised, 3 autonomous")

@@ -27,10 +27,10 @@ struct DeliveryConfig {
   std::string smtp_from;             // smtp: the envelope and From: address
   std::string smtp_user;             // smtp: optional login
   std::string smtp_password;
-  int max_attempts = 8;              // then the action is marked failed
-  int timeout_seconds = 10;          // per webhook attempt
-  int lease_seconds = 60;            // a row being delivered is retried after this if its
-                                     // process died mid-delivery (> timeout_seconds)
+  int max_attempts = 8;      // then the action is marked failed
+  int timeout_seconds = 10;  // per webhook attempt
+  int lease_seconds = 60;    // a row being delivered is retried after this if its
+                             // process died mid-delivery (> timeout_seconds)
 };
 
 // The embedded default: delivered messages are kept in the store (and appended to a JSONL

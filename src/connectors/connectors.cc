@@ -85,8 +85,8 @@ class WebhookConnector final : public Connector {
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, ("Idempotency-Key: " + item.action_id).c_str());
     headers = curl_slist_append(
-        headers, ("X-Cortex-Signature: sha256=" + HmacSha256Hex(config_.webhook_secret, body))
-                     .c_str());
+        headers,
+        ("X-Cortex-Signature: sha256=" + HmacSha256Hex(config_.webhook_secret, body)).c_str());
     curl_easy_setopt(curl, CURLOPT_URL, config_.webhook_url.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
@@ -99,7 +99,8 @@ class WebhookConnector final : public Connector {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
-    if (rc != CURLE_OK) return Status::Unavailable(std::string("webhook: ") + curl_easy_strerror(rc));
+    if (rc != CURLE_OK)
+      return Status::Unavailable(std::string("webhook: ") + curl_easy_strerror(rc));
     if (code < 200 || code > 299) {
       return Status::Unavailable("webhook answered HTTP " + std::to_string(code));
     }
@@ -149,7 +150,8 @@ class SmtpConnector final : public Connector {
     up.data = "From: " + config_.smtp_from + "\r\nTo: " + item.recipient +
               "\r\nSubject: " + subject + "\r\nMessage-ID: <" + item.action_id +
               "@cortex>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
-              "\r\n" + crlf + "\r\n";
+              "\r\n" +
+              crlf + "\r\n";
     CURL* curl = curl_easy_init();
     if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");
     curl_slist* rcpt = curl_slist_append(nullptr, ("<" + item.recipient + ">").c_str());
@@ -196,15 +198,17 @@ Result<std::unique_ptr<Connector>> MakeConnector(Store& store, const Clock& cloc
   if (config.connector == "outbox") return MakeOutboxConnector(store, clock, config);
   if (config.connector == "webhook") {
     if (config.webhook_url.empty() || config.webhook_secret.empty()) {
-      return Status::InvalidArgument("the webhook connector needs delivery.webhook_url and "
-                                     "delivery.webhook_secret");
+      return Status::InvalidArgument(
+          "the webhook connector needs delivery.webhook_url and "
+          "delivery.webhook_secret");
     }
     return MakeWebhookConnector(config);
   }
   if (config.connector == "smtp") {
     if (config.smtp_url.empty() || config.smtp_from.empty()) {
-      return Status::InvalidArgument("the smtp connector needs delivery.smtp_url and "
-                                     "delivery.smtp_from");
+      return Status::InvalidArgument(
+          "the smtp connector needs delivery.smtp_url and "
+          "delivery.smtp_from");
     }
     return MakeSmtpConnector(config);
   }

@@ -32,11 +32,11 @@ Result<std::string> DraftWithModel(const DrafterConfig& config, const std::strin
       ". Keep its meaning and facts; add nothing else. Reply with the message text only.";
   std::string user = message;
   if (!context.empty()) user += "\n\n(Context, do not quote: " + context + ")";
-  nlohmann::json request = {{"model", config.model},
-                            {"temperature", 0},
-                            {"messages",
-                             {{{"role", "system"}, {"content", instructions}},
-                              {{"role", "user"}, {"content", user}}}}};
+  nlohmann::json request = {
+      {"model", config.model},
+      {"temperature", 0},
+      {"messages",
+       {{{"role", "system"}, {"content", instructions}}, {{"role", "user"}, {"content", user}}}}};
   std::string body = DumpJson(request), response;
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");

@@ -13,7 +13,7 @@ struct DrafterConfig {
   std::string kind = "builtin";  // builtin | openai
   std::string url;               // e.g. http://127.0.0.1:8080/v1/chat/completions
   std::string model;
-  std::string api_key;           // sent as a bearer token if set
+  std::string api_key;  // sent as a bearer token if set
   int timeout_seconds = 20;
 };
 

@@ -1,14 +1,14 @@
 #include "core/clock.h"
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/time.h"
 
 namespace cortex {
 
 const Clock& ProcessClock() {
-  static const Clock* clock = [] () -> const Clock* {
+  static const Clock* clock = []() -> const Clock* {
     const char* fake = std::getenv("CORTEX_FAKE_NOW");
     if (fake != nullptr && *fake != '\0') {
       Result<TimePoint> t = ParseTime(fake);

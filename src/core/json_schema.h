@@ -3,7 +3,6 @@
 #pragma once
 
 #include <memory>
-
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"

@@ -2,10 +2,9 @@
 // are not UTF-8; on the wire they become U+FFFD rather than an exception.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace cortex {
 

@@ -8,38 +8,38 @@
 namespace cortex::limits {
 
 // HTTP transport.
-inline constexpr size_t kMaxRequestBodyBytes = 1 << 20;        // 1 MiB per MCP request
-inline constexpr size_t kMaxIngestBodyBytes = 32 << 20;        // 32 MiB per POST /v1/episodes
-inline constexpr size_t kMaxHeaderBytes = 16 << 10;            // all request headers together
-inline constexpr std::chrono::seconds kReadTimeout{30};        // to receive one whole request
-inline constexpr std::chrono::seconds kIdleTimeout{60};        // keep-alive between requests
-inline constexpr std::chrono::seconds kShutdownGrace{10};      // SIGTERM: finish in-flight work
-inline constexpr size_t kMaxConnections = 1024;                // open connections per server
-inline constexpr std::chrono::seconds kSseKeepAlive{15};       // comment line on idle streams
-inline constexpr size_t kMaxFloodAddresses = 65536;            // client addresses tracked at once
+inline constexpr size_t kMaxRequestBodyBytes = 1 << 20;    // 1 MiB per MCP request
+inline constexpr size_t kMaxIngestBodyBytes = 32 << 20;    // 32 MiB per POST /v1/episodes
+inline constexpr size_t kMaxHeaderBytes = 16 << 10;        // all request headers together
+inline constexpr std::chrono::seconds kReadTimeout{30};    // to receive one whole request
+inline constexpr std::chrono::seconds kIdleTimeout{60};    // keep-alive between requests
+inline constexpr std::chrono::seconds kShutdownGrace{10};  // SIGTERM: finish in-flight work
+inline constexpr size_t kMaxConnections = 1024;            // open connections per server
+inline constexpr std::chrono::seconds kSseKeepAlive{15};   // comment line on idle streams
+inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses tracked at once
 
 // MCP sessions (protocol 2025-11-25 and earlier).
 inline constexpr size_t kMaxSessions = 10000;
 inline constexpr std::chrono::hours kSessionIdleExpiry{24};
-inline constexpr size_t kMaxStreamsPerSession = 8;             // concurrent GET /mcp streams
+inline constexpr size_t kMaxStreamsPerSession = 8;  // concurrent GET /mcp streams
 
 // stdio: one JSON-RPC message per line.
 inline constexpr size_t kMaxStdioLineBytes = 1 << 20;
 
 // Ingest.
-inline constexpr size_t kMaxIngestLines = 100000;              // episodes per batch
+inline constexpr size_t kMaxIngestLines = 100000;  // episodes per batch
 inline constexpr size_t kMaxIngestLineBytes = 64 << 10;
 inline constexpr size_t kMaxSummaryChars = 2000;
 inline constexpr size_t kMaxSubjectChars = 500;
 inline constexpr size_t kMaxBodyChars = 20000;
 inline constexpr size_t kMaxNameChars = 200;
-inline constexpr size_t kMaxIdentifierChars = 320;             // an email address at most
+inline constexpr size_t kMaxIdentifierChars = 320;  // an email address at most
 inline constexpr size_t kMaxTagsPerEntity = 32;
 inline constexpr size_t kMaxTagChars = 64;
 
 // Tool arguments (each tool's inputSchema also bounds its own strings).
 inline constexpr size_t kMaxToolNameChars = 128;
-inline constexpr int kMaxDecisionPage = 100;            // decision.list limit (default 20)
+inline constexpr int kMaxDecisionPage = 100;             // decision.list limit (default 20)
 inline constexpr int kMaxNotificationsPerSection = 200;  // notification.list limit (default 50)
 
 // The store.

@@ -21,8 +21,8 @@ std::string Escape(const std::string& s) {
 
 }  // namespace
 
-void Metrics::Record(const std::string& method, const std::string& tool,
-                     const std::string& status, double seconds) {
+void Metrics::Record(const std::string& method, const std::string& tool, const std::string& status,
+                     double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_[{method, tool, status}];
   for (size_t i = 0; i < kBuckets.size(); ++i) {

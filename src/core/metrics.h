@@ -21,9 +21,8 @@ class Metrics {
   std::string RenderPrometheus() const;
 
  private:
-  static constexpr std::array<double, 12> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                      0.005,  0.01,    0.025,  0.05,  0.1,
-                                                      0.5,    2.5};
+  static constexpr std::array<double, 12> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                      0.01,   0.025,   0.05,   0.1,   0.5,    2.5};
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> requests_;
   std::array<uint64_t, kBuckets.size()> bucket_counts_{};

@@ -4,13 +4,20 @@ namespace cortex {
 
 const char* CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid_arguments";
-    case Code::kNotFound: return "not_found";
-    case Code::kUnauthorized: return "unauthorized";
-    case Code::kConflict: return "conflict";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kInternal: return "internal";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid_arguments";
+    case Code::kNotFound:
+      return "not_found";
+    case Code::kUnauthorized:
+      return "unauthorized";
+    case Code::kConflict:
+      return "conflict";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kInternal:
+      return "internal";
   }
   return "internal";
 }

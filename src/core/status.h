@@ -28,7 +28,9 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string msg) { return {Code::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {Code::kInvalidArgument, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {Code::kNotFound, std::move(msg)}; }
   static Status Unauthorized(std::string msg) { return {Code::kUnauthorized, std::move(msg)}; }
   static Status Conflict(std::string msg) { return {Code::kConflict, std::move(msg)}; }
@@ -75,8 +77,8 @@ class [[nodiscard]] Result {
 }  // namespace cortex
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define CORTEX_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::cortex::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                \
+#define CORTEX_RETURN_IF_ERROR(expr) \
+  do {                               \
+    ::cortex::Status _st = (expr);   \
+    if (!_st.ok()) return _st;       \
   } while (0)

@@ -1,8 +1,9 @@
-#include "core/json_text.h"
 #include "core/time.h"
 
 #include <cstdio>
 #include <ctime>
+
+#include "core/json_text.h"
 
 namespace cortex {
 namespace {
@@ -66,8 +67,8 @@ Result<TimePoint> ParseTime(std::string_view s) {
     return bad();
   }
   // TimePoint counts nanoseconds in 64 bits: it ends in 2262.
-  if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
-      sec > 59) {
+  if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 ||
+      mi > 59 || sec > 59) {
     return bad();
   }
   size_t pos = 19;

@@ -1,9 +1,9 @@
 #include "engines/actions.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <set>
-
-#include <spdlog/spdlog.h>
 
 #include "core/ids.h"
 #include "core/json_text.h"
@@ -41,17 +41,19 @@ std::string AddressOf(const Entity& who) {
 }
 
 ActionResult Result_(std::string status, const Action& a, std::string message) {
-  return ActionResult{.status = std::move(status),
-                      .decision_id = a.decision_id,
-                      .action_id = a.id,
-                      .message = std::move(message)};
+  ActionResult r;
+  r.status = std::move(status);
+  r.decision_id = a.decision_id;
+  r.action_id = a.id;
+  r.message = std::move(message);
+  return r;
 }
 
 // Ledger and decision bookkeeping for one state change of `action`.
 Status Record(WriteTx& tx, const Clock& clock, const Action& action, const std::string& event,
               const json& provenance, const json& detail) {
-  auto led = AppendLedgerEntry(tx, clock, action.workspace_id, action.id, action.decision_id,
-                               event, provenance, detail);
+  auto led = AppendLedgerEntry(tx, clock, action.workspace_id, action.id, action.decision_id, event,
+                               provenance, detail);
   if (!led.ok()) return led.status();
   return tx.SetDecisionStatus(action.workspace_id, action.decision_id, event);
 }
@@ -228,8 +230,8 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       rule_id = triage->rule_id;
     } else {
       rule_summary = "No rule applies: trust for " + std::string(kClass) + " with " + who->name +
-                     " is level " + std::to_string(trust->level) + " (" +
-                     LevelName(trust->level) + ", from " + trust->source + ").";
+                     " is level " + std::to_string(trust->level) + " (" + LevelName(trust->level) +
+                     ", from " + trust->source + ").";
       confidence = "just_guessing";
     }
     if (triage) {
@@ -285,8 +287,8 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       }
       if (r->then.block) effect += std::string(effect.empty() ? "" : ", ") + "block the send";
       if (r->then.urgent) effect += std::string(effect.empty() ? "" : ", ") + "mark it urgent";
-      d.payload_summary = "Rule '" + r->name + "' fired on the message to " + who->name + ": " +
-                          effect + ".";
+      d.payload_summary =
+          "Rule '" + r->name + "' fired on the message to " + who->name + ": " + effect + ".";
       d.rule_id = r->id;
       d.rule_summary = r->summary;
       d.confidence = ConfidenceLabel(*r, thresholds);
@@ -322,10 +324,14 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     for (const Signal& s : signals->signals) {
       signal_json.push_back({{"kind", s.kind}, {"summary", s.summary}});
     }
-    proposal.details = {{"action_id", action.id},      {"level", level},
-                        {"trust_level", trust->level}, {"trust_source", trust->source},
-                        {"urgent", urgent},            {"rules_fired", fired_ids},
-                        {"signals", signal_json},      {"first_contact", new_entity},
+    proposal.details = {{"action_id", action.id},
+                        {"level", level},
+                        {"trust_level", trust->level},
+                        {"trust_source", trust->source},
+                        {"urgent", urgent},
+                        {"rules_fired", fired_ids},
+                        {"signals", signal_json},
+                        {"first_contact", new_entity},
                         {"drafting", drafter_note}};
     if (triage) proposal.triage_decision_id = triage->id;
     action.decision_id = proposal.id;
@@ -351,27 +357,26 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     if (!led.ok()) return led.status();
     CORTEX_RETURN_IF_ERROR(tx.SetDecisionLedgerEntry(ws, proposal.id, *led));
     if (level == 3) {
-      auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, "executed",
-                                    provenance, {{"by", "trust level 3"}});
+      auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, "executed", provenance,
+                                    {{"by", "trust level 3"}});
       if (!exec.ok()) return exec.status();
       CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, now));
     }
 
     if (level == 0) {
-      result = ActionResult{
-          .status = "error",
-          .decision_id = proposal.id,
-          .action_id = action.id,
-          .message = "Cortex may not send messages to " + who->name +
-                     " (trust level 0: off). The refusal is recorded as decision " + proposal.id +
-                     ".",
-          .error = "trust_insufficient"};
+      result = Result_("error", action,
+                       "Cortex may not send messages to " + who->name +
+                           " (trust level 0: off). The refusal is recorded as decision " +
+                           proposal.id + ".");
+      result.error = "trust_insufficient";
       if (blocked) {
         for (const Rule* r : fired) {
           if (r->then.block) {
             result.message = "Cortex may not send this to " + who->name + ": rule '" + r->name +
-                             "' blocks it (" + r->summary + "). The refusal is recorded as "
-                             "decision " + proposal.id + ".";
+                             "' blocks it (" + r->summary +
+                             "). The refusal is recorded as "
+                             "decision " +
+                             proposal.id + ".";
             break;
           }
         }
@@ -425,8 +430,8 @@ Result<ActionResult> ActionEngine::Reject(const std::string& ws, const std::stri
   return EndPending(ws, decision_id, /*approve=*/false, reason);
 }
 
-Result<ActionResult> ActionEngine::EndPending(const std::string& ws,
-                                              const std::string& decision_id, bool approve,
+Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::string& decision_id,
+                                              bool approve,
                                               const std::optional<std::string>& text) {
   ActionResult result;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
@@ -457,8 +462,8 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws,
       json detail = json::object();
       if (text) detail["reason"] = *text;
       CORTEX_RETURN_IF_ERROR(Record(tx, clock_, *action, "rejected", *provenance, detail));
-      auto moved = RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id,
-                                   config_.trust);
+      auto moved =
+          RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id, config_.trust);
       if (!moved.ok()) return moved.status();
       result = Result_("success", *action, "Rejected: nothing will be sent.");
       if (*moved) result.message += " " + (*moved)->payload_summary;
@@ -476,11 +481,11 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws,
       detail["draft"] = *text;
       action->draft = *text;
     }
-    auto led = AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, "approved", *provenance,
-                                 detail);
+    auto led =
+        AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, "approved", *provenance, detail);
     if (!led.ok()) return led.status();
-    CORTEX_RETURN_IF_ERROR(Record(tx, clock_, *action, "executed", *provenance,
-                                  {{"by", "approval"}}));
+    CORTEX_RETURN_IF_ERROR(
+        Record(tx, clock_, *action, "executed", *provenance, {{"by", "approval"}}));
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, *action, now));
     auto moved = RecordApproval(tx, clock_, ws, action->action_class, *who, decision_id, edited,
                                 config_.trust);

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
+#include "connectors/model_drafter.h"
 #include "core/clock.h"
 #include "core/status.h"
-#include "connectors/model_drafter.h"
 #include "engines/quotas.h"
 #include "engines/trust.h"
 #include "store/store.h"
@@ -32,7 +32,7 @@ struct ActionResult {
   std::string decision_id;
   std::string action_id;
   std::string message;
-  std::string error;  // status "error" only: a tool error code
+  std::string error;      // status "error" only: a tool error code
   std::string quota;      // quota_exceeded only: which quota
   int retry_after_s = 0;  // quota_exceeded only
 };

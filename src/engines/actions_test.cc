@@ -49,11 +49,13 @@ class ActionsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ws_ = *EnsureWorkspace(*store_, clock_, "alpha");
-    ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
-                            R"({"type":"entity","name":"Sarah Chen","identifiers":["sarah@n.example"],"tags":["vip","internal"]}
+    ASSERT_TRUE(
+        IngestJsonl(
+            *store_, clock_, ws_.id,
+            R"({"type":"entity","name":"Sarah Chen","identifiers":["sarah@n.example"],"tags":["vip","internal"]}
 {"type":"entity","name":"Marcus Webb","identifiers":["marcus@h.example"],"tags":["external"]}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-09T13:24:00Z","counterparty":"marcus@h.example","summary":"Marcus: 'Can you confirm by EOD Tuesday?'","external_id":"m1"})")
-                    .ok());
+            .ok());
     config_.trust.approvals_to_raise = 2;
   }
 
@@ -67,58 +69,72 @@ class ActionsTest : public ::testing::Test {
 
   void SetTrust(const std::string& scope, std::optional<int> level,
                 std::optional<int> ceiling = std::nullopt) {
-    ASSERT_TRUE(store_->Write([&](WriteTx& tx) {
-      auto s = ResolveTrustScope(tx, ws_.id, scope);
-      if (!s.ok()) return s.status();
-      return tx.SetTrust(ws_.id, TrustSetting{"communicate", *s, level, ceiling, clock_.Now()});
-    }).ok());
+    ASSERT_TRUE(store_
+                    ->Write([&](WriteTx& tx) {
+                      auto s = ResolveTrustScope(tx, ws_.id, scope);
+                      if (!s.ok()) return s.status();
+                      return tx.SetTrust(
+                          ws_.id, TrustSetting{"communicate", *s, level, ceiling, clock_.Now()});
+                    })
+                    .ok());
   }
 
   Decision GetDecision(const std::string& id) {
     Decision d;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      d = *tx.GetDecision(ws_.id, id);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      d = *tx.GetDecision(ws_.id, id);
+                      return Status::Ok();
+                    })
+                    .ok());
     return d;
   }
 
   Action GetAction(const std::string& id) {
     Action a;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      a = *tx.GetAction(ws_.id, id);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      a = *tx.GetAction(ws_.id, id);
+                      return Status::Ok();
+                    })
+                    .ok());
     return a;
   }
 
   std::vector<std::string> Events(const std::string& action_id) {
     std::vector<std::string> out;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      for (const LedgerEntry& e : *tx.ListActionLedger(ws_.id, action_id)) out.push_back(e.event);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      for (const LedgerEntry& e : *tx.ListActionLedger(ws_.id, action_id))
+                        out.push_back(e.event);
+                      return Status::Ok();
+                    })
+                    .ok());
     return out;
   }
 
   int Level(const std::string& who) {
     int level = -1;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      auto e = tx.FindEntityByIdentifier(ws_.id, who);
-      level = LookupTrust(tx, ws_.id, "communicate", *e, config_.trust)->level;
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      auto e = tx.FindEntityByIdentifier(ws_.id, who);
+                      level = LookupTrust(tx, ws_.id, "communicate", *e, config_.trust)->level;
+                      return Status::Ok();
+                    })
+                    .ok());
     return level;
   }
 
   std::vector<Decision> Transitions() {
     std::vector<Decision> out;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      DecisionFilter f;
-      f.decision_class = "trust_transition";
-      out = *tx.ListDecisions(ws_.id, f, 100);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      DecisionFilter f;
+                      f.decision_class = "trust_transition";
+                      out = *tx.ListDecisions(ws_.id, f, 100);
+                      return Status::Ok();
+                    })
+                    .ok());
     return out;
   }
 
@@ -185,7 +201,8 @@ rules:
     action: communicate
     when: { words: [wire transfer] }
     then: { block: true }
-)").ok());
+)")
+                  .ok());
   ActionResult capped = Send("marcus@h.example");
   EXPECT_EQ(capped.status, "pending_approval");
   Decision d = GetDecision(capped.decision_id);
@@ -213,12 +230,10 @@ TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
   bool signal = false;
   for (const auto& s : d.details["signals"]) signal |= s["kind"] == "first_contact";
   EXPECT_TRUE(signal);
-  auto missing = engine().Communicate(
-      ws_.id, Req("entity_01M8PS06M053VVFGPPNAWWM0AA", "hi"));
+  auto missing = engine().Communicate(ws_.id, Req("entity_01M8PS06M053VVFGPPNAWWM0AA", "hi"));
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);
   EXPECT_NE(missing.status().message().find("field 'to'"), std::string::npos);
-  auto bad_tone =
-      engine().Communicate(ws_.id, Req("sarah@n.example", "hi", "sarcastic"));
+  auto bad_tone = engine().Communicate(ws_.id, Req("sarah@n.example", "hi", "sarcastic"));
   EXPECT_EQ(bad_tone.status().code(), Code::kInvalidArgument);
 }
 
@@ -241,15 +256,17 @@ TEST_F(ActionsTest, EditsAreRecordedAndSent) {
   ActionResult r = Send("sarah@n.example", "draft text");
   ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::string("edited text")).ok());
   EXPECT_EQ(GetAction(r.action_id).draft, "edited text");
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto entries = *tx.ListActionLedger(ws_.id, r.action_id);
-    EXPECT_EQ(entries[1].event, "approved");
-    EXPECT_TRUE(entries[1].detail["edited"].get<bool>());
-    EXPECT_EQ(entries[1].detail["draft_before"], "draft text");
-    auto due = *tx.DueOutbox(clock_.Now(), 10);
-    EXPECT_EQ(due.at(0).body, "edited text");
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto entries = *tx.ListActionLedger(ws_.id, r.action_id);
+                    EXPECT_EQ(entries[1].event, "approved");
+                    EXPECT_TRUE(entries[1].detail["edited"].get<bool>());
+                    EXPECT_EQ(entries[1].detail["draft_before"], "draft text");
+                    auto due = *tx.DueOutbox(clock_.Now(), 10);
+                    EXPECT_EQ(due.at(0).body, "edited text");
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(ActionsTest, TrustRisesWithCleanApprovalsAndFallsWithARejection) {
@@ -292,10 +309,12 @@ TEST_F(ActionsTest, TrustTransitionsMoveTheAgentVersion) {
   auto moves = Transitions();
   ASSERT_EQ(moves.size(), 1u);
   EXPECT_NE(moves[0].agent_version, before);
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_EQ(tx.GetWorkspace(ws_.id)->agent_version, moves[0].agent_version);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_EQ(tx.GetWorkspace(ws_.id)->agent_version, moves[0].agent_version);
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(ActionsTest, DraftsExpireAndSupervisedActionsExecuteWhenTheirTimeComes) {
@@ -339,10 +358,13 @@ TEST_F(ActionsTest, ConcurrentApprovalsAndTheUndoWindowExecuteOnce) {
     auto events = Events(r.action_id);
     EXPECT_EQ(std::count(events.begin(), events.end(), "executed"), 1);
   }
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_EQ(tx.DueOutbox(clock_.Now(), 100)->size(), 5u);  // one outbox row per action
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_EQ(tx.DueOutbox(clock_.Now(), 100)->size(),
+                              5u);  // one outbox row per action
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(ActionsTest, DeliveryRetriesWithBackoffThenFails) {
@@ -357,8 +379,7 @@ TEST_F(ActionsTest, DeliveryRetriesWithBackoffThenFails) {
   EXPECT_EQ(*dispatcher.RunOnce(clock_.Now()), 0);  // second failure
   clock_.Advance(std::chrono::seconds(2));
   EXPECT_EQ(*dispatcher.RunOnce(clock_.Now()), 1);
-  EXPECT_EQ(Events(r.action_id),
-            (std::vector<std::string>{"proposed", "executed", "delivered"}));
+  EXPECT_EQ(Events(r.action_id), (std::vector<std::string>{"proposed", "executed", "delivered"}));
 
   ActionResult doomed = Send("sarah@n.example", "never arrives");
   FlakyConnector dead(1000);
@@ -427,10 +448,13 @@ rules:
     when: { counterparty: marcus@h.example, weekdays: tue }
     then: { triage: interrupt_now }
     evidence: [m1]
-)").ok());
-  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
-                          R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T13:50:00Z","counterparty":"marcus@h.example","summary":"Marcus: 'Timeline?'"})")
+)")
                   .ok());
+  ASSERT_TRUE(
+      IngestJsonl(
+          *store_, clock_, ws_.id,
+          R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T13:50:00Z","counterparty":"marcus@h.example","summary":"Marcus: 'Timeline?'"})")
+          .ok());
   ActionResult r = Send("marcus@h.example", "Yes, confirmed for Tuesday.");
   EngineConfig config;
   ToolRegistry registry;
@@ -459,9 +483,10 @@ rules:
             "success");
   json twice = registry.Call("action.approve", {{"decision_id", r.decision_id}}, ctx).body();
   EXPECT_EQ(twice["error"], "not_pending");
-  EXPECT_EQ(registry.Call("meta.why_this_action", {{"action_id", "act_01M8PS06M053VVFGPPNAWWM0AA"}}, ctx)
-                .body()["error"],
-            "not_found");
+  EXPECT_EQ(
+      registry.Call("meta.why_this_action", {{"action_id", "act_01M8PS06M053VVFGPPNAWWM0AA"}}, ctx)
+          .body()["error"],
+      "not_found");
 }
 
 }  // namespace

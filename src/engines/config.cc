@@ -78,13 +78,14 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "quotas.", names));
   }
   for (const QuotaField& f : kQuotaFields) {
-    CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "quotas", f.name, &(config.actions.quotas.*(f.value)),
-                                        0, kMaxQuotaValue));
+    CORTEX_RETURN_IF_ERROR(
+        Get<int64_t>(t, "quotas", f.name, &(config.actions.quotas.*(f.value)), 0, kMaxQuotaValue));
   }
   if (auto* a = t["http"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "http.", {"read_timeout_seconds", "idle_timeout_seconds",
-                                                 "max_connections", "flood_requests_per_second",
-                                                 "flood_burst"}));
+    CORTEX_RETURN_IF_ERROR(
+        Unknown(*a, "http.",
+                {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
+                 "flood_requests_per_second", "flood_burst"}));
   }
   HttpLimits& h = config.http;
   int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
@@ -110,21 +111,22 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     return Status::InvalidArgument("config: drafter.kind must be builtin or openai");
   }
   if (d.kind == "openai" && (d.url.empty() || d.model.empty())) {
-    return Status::InvalidArgument("config: drafter.kind = \"openai\" needs drafter.url and "
-                                   "drafter.model");
+    return Status::InvalidArgument(
+        "config: drafter.kind = \"openai\" needs drafter.url and "
+        "drafter.model");
   }
   if (auto* a = t["actions"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "actions.", {"draft_expiry_minutes", "undo_window_seconds"}));
+    CORTEX_RETURN_IF_ERROR(
+        Unknown(*a, "actions.", {"draft_expiry_minutes", "undo_window_seconds"}));
   }
   if (auto* a = t["trust"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));
   }
   if (auto* a = t["delivery"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.", {"connector", "jsonl_path", "webhook_url",
-                                                     "webhook_secret", "max_attempts",
-                                                     "timeout_seconds", "lease_seconds",
-                                                     "smtp_url", "smtp_from",
-                                                     "smtp_user", "smtp_password"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.",
+                                   {"connector", "jsonl_path", "webhook_url", "webhook_secret",
+                                    "max_attempts", "timeout_seconds", "lease_seconds", "smtp_url",
+                                    "smtp_from", "smtp_user", "smtp_password"}));
   }
   int64_t expiry = config.actions.draft_expiry.count() / 60;
   int64_t undo = config.actions.undo_window.count();
@@ -132,7 +134,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "undo_window_seconds", &undo, 1, 86400));
   config.actions.draft_expiry = std::chrono::minutes(expiry);
   config.actions.undo_window = std::chrono::seconds(undo);
-  int64_t level = config.actions.trust.default_level, raise = config.actions.trust.approvals_to_raise;
+  int64_t level = config.actions.trust.default_level,
+          raise = config.actions.trust.approvals_to_raise;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "default_level", &level, 0, 3));
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "approvals_to_raise", &raise, 1, 1000));
   config.actions.trust.default_level = static_cast<int>(level);
@@ -140,7 +143,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "connector", &config.delivery.connector));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "jsonl_path", &config.delivery.jsonl_path));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_url", &config.delivery.webhook_url));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_secret", &config.delivery.webhook_secret));
+  CORTEX_RETURN_IF_ERROR(
+      GetString(t, "delivery", "webhook_secret", &config.delivery.webhook_secret));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_url", &config.delivery.smtp_url));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_from", &config.delivery.smtp_from));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &config.delivery.smtp_user));
@@ -151,8 +155,9 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "lease_seconds", &lease, 2, 3600));
   if (lease <= timeout) {
-    return Status::InvalidArgument("config: delivery.lease_seconds must exceed "
-                                   "delivery.timeout_seconds");
+    return Status::InvalidArgument(
+        "config: delivery.lease_seconds must exceed "
+        "delivery.timeout_seconds");
   }
   config.delivery.lease_seconds = static_cast<int>(lease);
   config.delivery.max_attempts = static_cast<int>(attempts);

@@ -35,14 +35,14 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
   for (OutboxItem& item : due) {
     bool leased = false;
     Status lease = store_.Write([&](WriteTx& tx) {
-      auto l = tx.LeaseOutbox(item.action_id, now,
-                              now + std::chrono::seconds(config_.lease_seconds));
+      auto l =
+          tx.LeaseOutbox(item.action_id, now, now + std::chrono::seconds(config_.lease_seconds));
       if (!l.ok()) return l.status();
       leased = *l;
       return Status::Ok();
     });
     if (!lease.ok()) return lease;  // the store itself is failing: try again next tick
-    if (!leased) continue;  // another process has it
+    if (!leased) continue;          // another process has it
 
     Status sent = connector_.Deliver(item);  // outside any transaction
     TimePoint at = clock_.Now();
@@ -52,8 +52,8 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
       if (!action.ok()) return action.status();
       auto entries = tx.ListActionLedger(item.workspace_id, item.action_id);
       if (!entries.ok()) return entries.status();
-      nlohmann::json provenance = entries->empty() ? nlohmann::json::object()
-                                                   : entries->front().provenance;
+      nlohmann::json provenance =
+          entries->empty() ? nlohmann::json::object() : entries->front().provenance;
       std::string event;
       nlohmann::json detail = {{"connector", connector_.name()}, {"attempts", item.attempts}};
       if (sent.ok()) {

@@ -1,10 +1,10 @@
-#include "core/json_text.h"
 #include "engines/identifiers.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "core/ids.h"
+#include "core/json_text.h"
 #include "core/limits.h"
 
 namespace cortex {
@@ -49,7 +49,8 @@ Result<std::string> NormalizeIdentifier(const std::string& raw) {
     return bad();
   }
   for (char c : raw) {
-    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c))) {
+    if (std::isspace(static_cast<unsigned char>(c)) ||
+        std::iscntrl(static_cast<unsigned char>(c))) {
       return bad();
     }
   }

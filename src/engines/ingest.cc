@@ -89,8 +89,8 @@ Status LineError(size_t n, const std::string& msg) {
 
 Result<TimePoint> FieldTime(const json& obj, const char* field) {
   auto t = ParseTime(obj.at(field).get<std::string>());
-  if (!t.ok()) return Status::InvalidArgument("field '" + std::string(field) + "': " +
-                                              t.status().message());
+  if (!t.ok())
+    return Status::InvalidArgument("field '" + std::string(field) + "': " + t.status().message());
   return t;
 }
 
@@ -115,8 +115,8 @@ Result<Line> ParseLine(size_t n, std::string_view text) {
     for (size_t i = 0; i < obj["identifiers"].size(); ++i) {
       auto id = NormalizeIdentifier(obj["identifiers"][i]);
       if (!id.ok()) {
-        return LineError(n, "field 'identifiers." + std::to_string(i) + "': " +
-                                id.status().message());
+        return LineError(n,
+                         "field 'identifiers." + std::to_string(i) + "': " + id.status().message());
       }
       if (seen.insert(*id).second) e.identifiers.push_back(*id);
     }
@@ -205,8 +205,7 @@ class BatchWriter {
       if (found.ok()) {
         if (existing && existing->id != found->id) {
           return Status::InvalidArgument("field 'identifiers': '" + ident +
-                                         "' already belongs to another entity (" +
-                                         found->id + ")");
+                                         "' already belongs to another entity (" + found->id + ")");
         }
         existing = std::move(*found);
       } else if (found.status().code() != Code::kNotFound) {
@@ -214,8 +213,8 @@ class BatchWriter {
       }
     }
     if (!existing) {
-      Entity e{NewId("entity_", clock_), ws_, line.kind, line.name, line.identifiers, line.tags,
-               clock_.Now()};
+      Entity e{NewId("entity_", clock_), ws_,       line.kind,   line.name,
+               line.identifiers,         line.tags, clock_.Now()};
       CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(e));
       ++report_.entities_added;
       changed_ = true;
@@ -268,8 +267,8 @@ class BatchWriter {
                                        " in this workspace");
       } else {
         // First contact: an address we have never seen becomes a new entity.
-        Entity fresh{NewId("entity_", clock_), ws_, "person", line.counterparty,
-                     {line.counterparty}, {}, clock_.Now()};
+        Entity fresh{NewId("entity_", clock_), ws_, "person",    line.counterparty,
+                     {line.counterparty},      {},  clock_.Now()};
         CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(fresh));
         ++report_.entities_added;
         e.entity_id = fresh.id;
@@ -314,12 +313,12 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
     if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
     if (text.size() > limits::kMaxIngestLineBytes) {
-      return LineError(number, "longer than " + std::to_string(limits::kMaxIngestLineBytes) +
-                                   " bytes");
+      return LineError(number,
+                       "longer than " + std::to_string(limits::kMaxIngestLineBytes) + " bytes");
     }
     if (lines.size() == limits::kMaxIngestLines) {
-      return LineError(number, "a batch holds at most " +
-                                   std::to_string(limits::kMaxIngestLines) + " lines");
+      return LineError(
+          number, "a batch holds at most " + std::to_string(limits::kMaxIngestLines) + " lines");
     }
     auto line = ParseLine(number, text);
     if (!line.ok()) return line.status();

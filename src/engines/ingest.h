@@ -13,7 +13,7 @@
 namespace cortex {
 
 struct IngestReport {
-  size_t lines = 0;             // non-blank lines read
+  size_t lines = 0;  // non-blank lines read
   size_t episodes_added = 0;
   size_t entities_added = 0;    // explicit entity lines and new counterparties
   size_t entities_updated = 0;  // entity lines that added a name, identifier or tag

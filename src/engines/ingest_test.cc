@@ -21,19 +21,23 @@ class IngestTest : public ::testing::Test {
 
   WorldCounts Counts() {
     WorldCounts c;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      c = *tx.CountWorld(ws_.id);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      c = *tx.CountWorld(ws_.id);
+                      return Status::Ok();
+                    })
+                    .ok());
     return c;
   }
 
   std::string WorldVersion() {
     std::string wv;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      wv = tx.GetWorkspace(ws_.id)->world_version;
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      wv = tx.GetWorkspace(ws_.id)->world_version;
+                      return Status::Ok();
+                    })
+                    .ok());
     return wv;
   }
 
@@ -60,18 +64,21 @@ TEST_F(IngestTest, AcceptsAGoodBatchAndMovesTheWorldVersion) {
   EXPECT_EQ(Counts().episodes, 2);
 
   // Identifiers are normalised: the entity is found by any spelling.
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto e = tx.FindEntityByIdentifier(ws_.id, "@sarahc");
-    EXPECT_TRUE(e.ok());
-    EXPECT_EQ(e->tags, (std::vector<std::string>{"internal", "vip"}));
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto e = tx.FindEntityByIdentifier(ws_.id, "@sarahc");
+                    EXPECT_TRUE(e.ok());
+                    EXPECT_EQ(e->tags, (std::vector<std::string>{"internal", "vip"}));
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(IngestTest, ABadLineRefusesTheWholeBatch) {
   std::string before = WorldVersion();
   std::string batch = kGood;
-  batch += R"({"type":"episode","kind":"message_received","occurred_at":"yesterday","counterparty":"a@b.example","summary":"x"})";
+  batch +=
+      R"({"type":"episode","kind":"message_received","occurred_at":"yesterday","counterparty":"a@b.example","summary":"x"})";
   auto report = IngestJsonl(*store_, clock_, ws_.id, batch);
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
@@ -116,15 +123,15 @@ TEST_F(IngestTest, ErrorsNameTheLineAndField) {
 }
 
 TEST_F(IngestTest, EmptyBatchIsRefused) {
-  EXPECT_EQ(IngestJsonl(*store_, clock_, ws_.id, "\n  \n").status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(IngestJsonl(*store_, clock_, ws_.id, "\n  \n").status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(IngestTest, ExternalIdsDedupeAndAnUnchangedWorldKeepsItsVersion) {
   ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
   std::string wv = WorldVersion();
-  auto again = IngestJsonl(*store_, clock_, ws_.id,
-                           R"({"type":"entity","name":"Sarah Chen","identifiers":["@sarahc"],"tags":["vip"]}
+  auto again =
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Sarah Chen","identifiers":["@sarahc"],"tags":["vip"]}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"@sarahc","summary":"dup","external_id":"x-1"})");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->duplicates, 1u);
@@ -135,47 +142,59 @@ TEST_F(IngestTest, ExternalIdsDedupeAndAnUnchangedWorldKeepsItsVersion) {
 }
 
 TEST_F(IngestTest, FirstContactCreatesAnEntity) {
-  auto report = IngestJsonl(*store_, clock_, ws_.id,
-                            R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"New.Person@Elsewhere.example","summary":"Hello"})");
+  auto report = IngestJsonl(
+      *store_, clock_, ws_.id,
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"New.Person@Elsewhere.example","summary":"Hello"})");
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->entities_added, 1u);
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_TRUE(tx.FindEntityByIdentifier(ws_.id, "new.person@elsewhere.example").ok());
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_TRUE(
+                        tx.FindEntityByIdentifier(ws_.id, "new.person@elsewhere.example").ok());
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(IngestTest, MergesEntitiesAndRefusesIdentifierConflicts) {
   ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
-  auto merged = IngestJsonl(*store_, clock_, ws_.id,
-                            R"({"type":"entity","name":"Sarah C.","identifiers":["@sarahc","+1 (555) 010-2030"],"tags":["board"]})");
+  auto merged = IngestJsonl(
+      *store_, clock_, ws_.id,
+      R"({"type":"entity","name":"Sarah C.","identifiers":["@sarahc","+1 (555) 010-2030"],"tags":["board"]})");
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->entities_updated, 1u);
-  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
-                          R"({"type":"entity","name":"Marcus","identifiers":["marcus@acme.example"]})")
-                  .ok());
-  auto conflict = IngestJsonl(*store_, clock_, ws_.id,
-                              R"({"type":"entity","name":"Both","identifiers":["@sarahc","marcus@acme.example"]})");
+  ASSERT_TRUE(
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Marcus","identifiers":["marcus@acme.example"]})")
+          .ok());
+  auto conflict = IngestJsonl(
+      *store_, clock_, ws_.id,
+      R"({"type":"entity","name":"Both","identifiers":["@sarahc","marcus@acme.example"]})");
   ASSERT_FALSE(conflict.ok());
   EXPECT_NE(conflict.status().message().find("already belongs to another entity"),
             std::string::npos);
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto e = tx.FindEntityByIdentifier(ws_.id, "+15550102030");
-    EXPECT_TRUE(e.ok());
-    EXPECT_EQ(e->name, "Sarah C.");
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto e = tx.FindEntityByIdentifier(ws_.id, "+15550102030");
+                    EXPECT_TRUE(e.ok());
+                    EXPECT_EQ(e->name, "Sarah C.");
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
   ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
   auto beta = EnsureWorkspace(*store_, clock_, "beta");
   ASSERT_TRUE(beta.ok());
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_EQ(tx.FindEntityByIdentifier(beta->id, "@sarahc").status().code(), Code::kNotFound);
-    EXPECT_EQ(tx.CountWorld(beta->id)->episodes, 0);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_EQ(tx.FindEntityByIdentifier(beta->id, "@sarahc").status().code(),
+                              Code::kNotFound);
+                    EXPECT_EQ(tx.CountWorld(beta->id)->episodes, 0);
+                    return Status::Ok();
+                  })
+                  .ok());
   // The same external id in another workspace is not a duplicate.
   auto report = IngestJsonl(*store_, clock_, beta->id, kGood);
   ASSERT_TRUE(report.ok());
@@ -184,9 +203,9 @@ TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
 
 TEST_F(IngestTest, AWriteThatThrowsRollsBackAndReleasesTheLock) {
   EXPECT_THROW((void)store_->Write([&](WriteTx& tx) -> Status {
-                 CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws_.id, "wv_half_written"));
-                 throw std::runtime_error("boom");
-               }),
+    CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws_.id, "wv_half_written"));
+    throw std::runtime_error("boom");
+  }),
                std::runtime_error);
   EXPECT_NE(WorldVersion(), "wv_half_written");
   // The writer is usable again at once.

@@ -29,9 +29,8 @@ std::string LedgerHash(const LedgerEntry& e) {
 }
 
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
-                                      const std::string& action_id,
-                                      const std::string& decision_id, const std::string& event,
-                                      const nlohmann::json& provenance,
+                                      const std::string& action_id, const std::string& decision_id,
+                                      const std::string& event, const nlohmann::json& provenance,
                                       const nlohmann::json& detail) {
   // The workspace's anchor holds the last entry's seq and hash: no need to load it.
   auto anchor = tx.LedgerAnchor(ws);
@@ -72,10 +71,10 @@ Result<LedgerCheck> VerifyLedger(Store& store, const std::string& ws) {
           fail("expected seq " + std::to_string(expected_seq) +
                ": an entry before it was deleted or the chain reordered");
         } else if (e.prev_hash != prev) {
-          fail("its prev_hash does not match the entry before it: an entry was deleted, "
-               "inserted or reordered");
-        } else if (!e.provenance.is_object() || !e.detail.is_object() ||
-                   LedgerHash(e) != e.hash) {
+          fail(
+              "its prev_hash does not match the entry before it: an entry was deleted, "
+              "inserted or reordered");
+        } else if (!e.provenance.is_object() || !e.detail.is_object() || LedgerHash(e) != e.hash) {
           fail("its contents do not match its hash: the entry was edited");
         }
         if (!check.ok) break;
@@ -92,8 +91,8 @@ Result<LedgerCheck> VerifyLedger(Store& store, const std::string& ws) {
     if (anchor->first != check.entries || (check.entries > 0 && anchor->second != prev)) {
       check.ok = false;
       check.problem = "the chain ends at seq " + std::to_string(check.entries) +
-                      " but the workspace's anchor records seq " +
-                      std::to_string(anchor->first) + ": entries were deleted from its end";
+                      " but the workspace's anchor records seq " + std::to_string(anchor->first) +
+                      ": entries were deleted from its end";
     }
     return Status::Ok();
   });

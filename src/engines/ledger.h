@@ -1,9 +1,8 @@
 // The action ledger: append-only, hash-chained per workspace (docs/ledger.md).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -14,9 +13,8 @@ namespace cortex {
 // Appends an entry for `action_id` to the workspace's chain inside `tx` and returns its id.
 // `provenance` is copied in as given (decision-time facts; reads need nothing else).
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
-                                      const std::string& action_id,
-                                      const std::string& decision_id, const std::string& event,
-                                      const nlohmann::json& provenance,
+                                      const std::string& action_id, const std::string& decision_id,
+                                      const std::string& event, const nlohmann::json& provenance,
                                       const nlohmann::json& detail);
 
 // The hash of an entry: SHA-256 over prev_hash and the entry's canonical JSON.

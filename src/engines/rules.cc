@@ -20,8 +20,8 @@ constexpr size_t kMaxSummaryChars = 300;
 constexpr size_t kMaxListItems = 100;
 
 const char* const kWeekdays[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-const char* const kKnownSignals[] = {"vip_counterparty", "active_focus_block", "first_contact",
-                                     "awaiting_your_reply", "urgent_language", "after_hours",
+const char* const kKnownSignals[] = {"vip_counterparty",    "active_focus_block", "first_contact",
+                                     "awaiting_your_reply", "urgent_language",    "after_hours",
                                      "thread_active"};
 
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
@@ -50,8 +50,8 @@ Result<std::string> Scalar(const YAML::Node& node, const std::string& field, siz
   std::string v = node.as<std::string>();
   if (v.empty()) return FileError::At(node, "'" + field + "' must not be empty");
   if (v.size() > max_len) {
-    return FileError::At(node, "'" + field + "' is longer than " + std::to_string(max_len) +
-                                   " characters");
+    return FileError::At(
+        node, "'" + field + "' is longer than " + std::to_string(max_len) + " characters");
   }
   return v;
 }
@@ -69,8 +69,8 @@ Result<std::vector<std::string>> List(const YAML::Node& node, const std::string&
     return FileError::At(node, "'" + field + "' must be a string or a non-empty list of strings");
   }
   if (node.size() > kMaxListItems) {
-    return FileError::At(node, "'" + field + "' has more than " +
-                                   std::to_string(kMaxListItems) + " items");
+    return FileError::At(
+        node, "'" + field + "' has more than " + std::to_string(kMaxListItems) + " items");
   }
   for (const YAML::Node& item : node) {
     auto v = Scalar(item, field, 320);
@@ -140,8 +140,8 @@ Status CheckKeys(const YAML::Node& map, const std::set<std::string>& allowed,
     if (!allowed.count(key)) {
       std::string list;
       for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return FileError::At(kv.first, "unknown key '" + key + "' in " + where + " (expected " +
-                                         list + ")");
+      return FileError::At(kv.first,
+                           "unknown key '" + key + "' in " + where + " (expected " + list + ")");
     }
   }
   return Status::Ok();
@@ -150,8 +150,8 @@ Status CheckKeys(const YAML::Node& map, const std::set<std::string>& allowed,
 Status ParseConditions(const YAML::Node& when, RuleConditions* c) {
   if (!when.IsMap()) return FileError::At(when, "'when' must be a map of conditions");
   CORTEX_RETURN_IF_ERROR(CheckKeys(
-      when, {"signals", "not_signals", "tags", "counterparty", "channel", "words", "hours",
-             "weekdays"},
+      when,
+      {"signals", "not_signals", "tags", "counterparty", "channel", "words", "hours", "weekdays"},
       "'when'"));
   auto signals = [&](const char* key, std::vector<std::string>* out) -> Status {
     if (!when[key]) return Status::Ok();
@@ -178,7 +178,8 @@ Status ParseConditions(const YAML::Node& when, RuleConditions* c) {
     if (!list.ok()) return list.status();
     for (const std::string& who : *list) {
       if (who.rfind("entity_", 0) == 0) {
-        if (!IsId(who, "entity_")) return FileError::At(when["counterparty"], "malformed entity id '" + who + "'");
+        if (!IsId(who, "entity_"))
+          return FileError::At(when["counterparty"], "malformed entity id '" + who + "'");
         c->counterparties.push_back(who);
         continue;
       }
@@ -229,7 +230,8 @@ Status ParseEffect(const YAML::Node& then, Rule* r) {
   try {
     if (then["max_level"]) {
       int level = then["max_level"].as<int>();
-      if (level < 0 || level > 3) return FileError::At(then["max_level"], "'max_level' must be 0-3");
+      if (level < 0 || level > 3)
+        return FileError::At(then["max_level"], "'max_level' must be 0-3");
       r->then.max_level = level;
     }
     if (then["block"]) r->then.block = then["block"].as<bool>();
@@ -239,8 +241,9 @@ Status ParseEffect(const YAML::Node& then, Rule* r) {
   }
   bool action_effect = r->then.max_level || r->then.block || r->then.urgent;
   if (r->then.triage_class.empty() == !action_effect) {
-    return FileError::At(then, "'then' needs either 'triage' (a triage rule) or any of "
-                               "'max_level', 'block', 'urgent' (an action rule), not both");
+    return FileError::At(then,
+                         "'then' needs either 'triage' (a triage rule) or any of "
+                         "'max_level', 'block', 'urgent' (an action rule), not both");
   }
   r->kind = action_effect ? "action" : "triage";
   return Status::Ok();
@@ -318,8 +321,8 @@ Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
     s->utc_offset_minutes = (o[0] == '-' ? -1 : 1) * *hm;
   }
   if (node["working_hours"]) {
-    CORTEX_RETURN_IF_ERROR(
-        TimeWindow(node["working_hours"], "working_hours", &s->work_start_minute, &s->work_end_minute));
+    CORTEX_RETURN_IF_ERROR(TimeWindow(node["working_hours"], "working_hours", &s->work_start_minute,
+                                      &s->work_end_minute));
   }
   if (node["working_days"]) {
     auto mask = Weekdays(node["working_days"], "working_days");
@@ -329,7 +332,8 @@ Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
   if (node["digest_time"]) {
     auto t = ClockTime(node["digest_time"], "digest_time");
     if (!t.ok()) return t.status();
-    if (*t == 24 * 60) return FileError::At(node["digest_time"], "'digest_time' must be before 24:00");
+    if (*t == 24 * 60)
+      return FileError::At(node["digest_time"], "'digest_time' must be before 24:00");
     s->digest_minute = *t;
   }
   return Status::Ok();
@@ -365,11 +369,10 @@ bool RuleMatches(const Rule& rule, const Situation& s) {
   }
   if (!c.counterparties.empty()) {
     if (s.counterparty == nullptr) return false;
-    bool any = std::any_of(c.counterparties.begin(), c.counterparties.end(),
-                           [&](const std::string& who) {
-                             return who == s.counterparty->id ||
-                                    Contains(s.counterparty->identifiers, who);
-                           });
+    bool any =
+        std::any_of(c.counterparties.begin(), c.counterparties.end(), [&](const std::string& who) {
+          return who == s.counterparty->id || Contains(s.counterparty->identifiers, who);
+        });
     if (!any) return false;
   }
   if (!c.channels.empty() && (s.episode == nullptr || !Contains(c.channels, s.episode->channel))) {

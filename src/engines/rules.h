@@ -3,12 +3,11 @@
 // mark it urgent. The file format and the evaluation order are in docs/rules.md.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "core/status.h"

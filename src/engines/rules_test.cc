@@ -66,21 +66,27 @@ TEST(RuleFileTest, ErrorsGiveTheLineAndReason) {
     const char* message;
   };
   const Case cases[] = {
-      {"rules:\n  - name: a\n    summary: s\n    when: {signals: vip}\n    then: {triage: interrupt_now}\n",
+      {"rules:\n  - name: a\n    summary: s\n    when: {signals: vip}\n    then: {triage: "
+       "interrupt_now}\n",
        "line 4: unknown signal 'vip'"},
       {"rules:\n  - name: a\n    summary: s\n    when: {}\n    then: {triage: now}\n",
        "line 5: 'now' is not a triage class"},
       {"rules:\n  - name: a\n    when: {}\n    then: {triage: interrupt_now}\n",
        "line 2: rule 'a' is missing 'summary'"},
-      {"rules:\n  - name: a\n    summary: s\n    when: {hours: '9-5'}\n    then: {triage: interrupt_now}\n",
+      {"rules:\n  - name: a\n    summary: s\n    when: {hours: '9-5'}\n    then: {triage: "
+       "interrupt_now}\n",
        "line 4: 'hours' must look like 09:00-17:00"},
-      {"rules:\n  - name: a\n    summary: s\n    when: {weekdays: [funday]}\n    then: {triage: interrupt_now}\n",
+      {"rules:\n  - name: a\n    summary: s\n    when: {weekdays: [funday]}\n    then: {triage: "
+       "interrupt_now}\n",
        "line 4: 'funday' is not a weekday"},
-      {"rules:\n  - name: a\n    summary: s\n    when: {}\n    then: {triage: interrupt_now, max_level: 2}\n",
+      {"rules:\n  - name: a\n    summary: s\n    when: {}\n    then: {triage: interrupt_now, "
+       "max_level: 2}\n",
        "line 5: 'then' needs either"},
-      {"rules:\n  - name: a\n    summary: s\n    colour: red\n    when: {}\n    then: {triage: interrupt_now}\n",
+      {"rules:\n  - name: a\n    summary: s\n    colour: red\n    when: {}\n    then: {triage: "
+       "interrupt_now}\n",
        "line 4: unknown key 'colour'"},
-      {"rules:\n  - name: a\n    summary: s\n    when: {}\n    then: {triage: interrupt_now}\n  - name: a\n    summary: t\n    when: {}\n    then: {triage: daily_digest}\n",
+      {"rules:\n  - name: a\n    summary: s\n    when: {}\n    then: {triage: interrupt_now}\n  - "
+       "name: a\n    summary: t\n    when: {}\n    then: {triage: daily_digest}\n",
        "line 6: duplicate rule name 'a'"},
       {"rules: [\n", "line 2:"},
       {"settings: {digest_time: '25:00'}\nrules: []\n", "line 1: 'digest_time' must be between"},
@@ -183,24 +189,30 @@ class ImportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ws_ = *EnsureWorkspace(*store_, clock_, "alpha");
-    ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
-                            R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"a@b.example","summary":"x","external_id":"ev-1"})")
-                    .ok());
+    ASSERT_TRUE(
+        IngestJsonl(
+            *store_, clock_, ws_.id,
+            R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"a@b.example","summary":"x","external_id":"ev-1"})")
+            .ok());
   }
   std::string AgentVersion() {
     std::string av;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      av = tx.GetWorkspace(ws_.id)->agent_version;
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      av = tx.GetWorkspace(ws_.id)->agent_version;
+                      return Status::Ok();
+                    })
+                    .ok());
     return av;
   }
   std::vector<Rule> Active() {
     std::vector<Rule> out;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      out = *tx.ListRules(ws_.id, true);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      out = *tx.ListRules(ws_.id, true);
+                      return Status::Ok();
+                    })
+                    .ok());
     return out;
   }
   testing::TempStore store_;

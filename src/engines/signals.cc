@@ -1,10 +1,10 @@
-#include "core/json_text.h"
 #include "engines/signals.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
+#include "core/json_text.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -14,15 +14,15 @@ using std::chrono::hours;
 using std::chrono::minutes;
 
 // Words that make a message urgent, matched as whole words, case-insensitive.
-const char* const kUrgentWords[] = {"urgent", "urgently", "asap", "as soon as possible",
-                                    "by eod", "eod", "emergency", "immediately", "right away",
-                                    "time-sensitive", "critical"};
+const char* const kUrgentWords[] = {
+    "urgent",    "urgently",    "asap",       "as soon as possible", "by eod",  "eod",
+    "emergency", "immediately", "right away", "time-sensitive",      "critical"};
 const char* const kDayNames[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 
-constexpr int kThreadActiveMin = 2;         // other messages in the thread...
-constexpr hours kThreadWindow{24};          // ...within this window make it active
-constexpr hours kAwaitingWindow{24 * 7};    // unanswered messages older than this are stale
-constexpr hours kMaxBlockLength{24 * 14};   // longest calendar block looked back for
+constexpr int kThreadActiveMin = 2;        // other messages in the thread...
+constexpr hours kThreadWindow{24};         // ...within this window make it active
+constexpr hours kAwaitingWindow{24 * 7};   // unanswered messages older than this are stale
+constexpr hours kMaxBlockLength{24 * 14};  // longest calendar block looked back for
 
 std::optional<std::string> UrgentWord(const Episode& ep) {
   std::string text = MessageText(ep);
@@ -53,8 +53,8 @@ std::string Who(const Entity* e) { return e->name.empty() ? e->identifiers.front
 
 LocalTime ToLocal(TimePoint t, const WorkspaceSettings& s) {
   int64_t minutes_since_epoch = ToUnixMillis(t) / 60000 + s.utc_offset_minutes;
-  int64_t day = minutes_since_epoch >= 0 ? minutes_since_epoch / 1440
-                                         : (minutes_since_epoch - 1439) / 1440;
+  int64_t day =
+      minutes_since_epoch >= 0 ? minutes_since_epoch / 1440 : (minutes_since_epoch - 1439) / 1440;
   LocalTime lt;
   lt.minute_of_day = static_cast<int>(minutes_since_epoch - day * 1440);
   lt.weekday = static_cast<int>(((day % 7) + 7 + 3) % 7);  // 1970-01-01 was a Thursday
@@ -125,11 +125,10 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
         std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
     if (history->unanswered > 0 && !newsletter) {
       std::string n = std::to_string(history->unanswered);
-      out.signals.push_back(
-          {"awaiting_your_reply",
-           Who(who) + " is waiting for your reply: " + n + " earlier message" +
-               (history->unanswered == 1 ? "" : "s") + " unanswered since " +
-               FormatTime(*history->first_unanswered_at) + "."});
+      out.signals.push_back({"awaiting_your_reply",
+                             Who(who) + " is waiting for your reply: " + n + " earlier message" +
+                                 (history->unanswered == 1 ? "" : "s") + " unanswered since " +
+                                 FormatTime(*history->first_unanswered_at) + "."});
     }
   }
 
@@ -142,12 +141,11 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   bool working_hour =
       InWindow(lt.minute_of_day, settings.work_start_minute, settings.work_end_minute);
   if (!working_day || !working_hour) {
-    out.signals.push_back(
-        {"after_hours", "Arrived " + std::string(kDayNames[lt.weekday]) + " " +
-                            Hhmm(lt.minute_of_day) + ", outside working hours (" +
-                            Hhmm(settings.work_start_minute) + "-" +
-                            Hhmm(settings.work_end_minute) + ", " +
-                            WorkingDays(settings.work_days) + ")."});
+    out.signals.push_back({"after_hours", "Arrived " + std::string(kDayNames[lt.weekday]) + " " +
+                                              Hhmm(lt.minute_of_day) + ", outside working hours (" +
+                                              Hhmm(settings.work_start_minute) + "-" +
+                                              Hhmm(settings.work_end_minute) + ", " +
+                                              WorkingDays(settings.work_days) + ")."});
   }
 
   if (!ep.thread.empty()) {

@@ -73,8 +73,7 @@ Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::s
       return Status::Ok();
     }
     if (existing.status().code() != Code::kNotFound) return existing.status();
-    Workspace w{NewId("ws_", clock), name, NewId("wv_", clock), NewId("av_", clock),
-                clock.Now()};
+    Workspace w{NewId("ws_", clock), name, NewId("wv_", clock), NewId("av_", clock), clock.Now()};
     CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
     out = std::move(w);
     return Status::Ok();
@@ -90,8 +89,8 @@ Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string
   if (!ws.ok()) return ws.status();
   NewToken t;
   t.secret = kTokenPrefix + RandomHex(kTokenRandomBytes);
-  t.record = TokenRecord{NewId("tok_", clock), ws->id, Sha256Hex(t.secret), label, scopes,
-                         clock.Now(), std::nullopt};
+  t.record = TokenRecord{NewId("tok_", clock), ws->id,      Sha256Hex(t.secret), label, scopes,
+                         clock.Now(),          std::nullopt};
   CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.InsertToken(t.record); }));
   return t;
 }
@@ -122,8 +121,7 @@ Status RevokeToken(Store& store, const Clock& clock, const std::string& ws_name,
                    const std::string& token_id) {
   auto ws = FindWorkspace(store, ws_name);
   if (!ws.ok()) return ws.status();
-  return store.Write(
-      [&](WriteTx& tx) { return tx.RevokeToken(ws->id, token_id, clock.Now()); });
+  return store.Write([&](WriteTx& tx) { return tx.RevokeToken(ws->id, token_id, clock.Now()); });
 }
 
 }  // namespace cortex

@@ -36,14 +36,16 @@ TEST_F(TokensTest, CreateAuthenticateRevoke) {
 TEST_F(TokensTest, OnlyTheHashIsStored) {
   auto token = CreateToken(*store_, clock_, "alpha", kScopeRead, "");
   ASSERT_TRUE(token.ok());
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto ws = tx.FindWorkspaceByName("alpha");
-    auto list = tx.ListTokens(ws->id);
-    EXPECT_EQ(list->size(), 1u);
-    EXPECT_EQ((*list)[0].hash, Sha256Hex(token->secret));
-    EXPECT_EQ((*list)[0].hash.find(token->secret.substr(4)), std::string::npos);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto ws = tx.FindWorkspaceByName("alpha");
+                    auto list = tx.ListTokens(ws->id);
+                    EXPECT_EQ(list->size(), 1u);
+                    EXPECT_EQ((*list)[0].hash, Sha256Hex(token->secret));
+                    EXPECT_EQ((*list)[0].hash.find(token->secret.substr(4)), std::string::npos);
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(TokensTest, UnknownAndMalformedTokensAreUnauthorized) {

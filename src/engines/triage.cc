@@ -28,7 +28,8 @@ PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
   bool newsletter = who != nullptr &&
                     std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
   if (newsletter) {
-    return {"handle_silently", "No rule matched; default policy: newsletters are recorded silently."};
+    return {"handle_silently",
+            "No rule matched; default policy: newsletters are recorded silently."};
   }
   if (vip && urgent) {
     return {"interrupt_now",
@@ -40,10 +41,10 @@ PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
             "No rule matched; default policy: hold messages until the focus block ends."};
   }
   if (vip || urgent) {
-    return {"interrupt_now",
-            "No rule matched; default policy: VIP and urgent messages interrupt."};
+    return {"interrupt_now", "No rule matched; default policy: VIP and urgent messages interrupt."};
   }
-  return {"daily_digest", "No rule matched; default policy: everything else waits for the daily digest."};
+  return {"daily_digest",
+          "No rule matched; default policy: everything else waits for the daily digest."};
 }
 
 std::string Quote(const Episode& ep) {

@@ -17,7 +17,8 @@ class TriageTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ws_ = *EnsureWorkspace(*store_, clock_, "alpha");
-    Ingest(R"({"type":"entity","name":"Sarah Chen","identifiers":["sarah@n.example"],"tags":["vip","internal"]}
+    Ingest(
+        R"({"type":"entity","name":"Sarah Chen","identifiers":["sarah@n.example"],"tags":["vip","internal"]}
 {"type":"entity","name":"Marcus Webb","identifiers":["marcus@h.example"],"tags":["external"]}
 {"type":"entity","name":"Weekly","identifiers":["news@w.example"],"tags":["newsletter"]}
 {"type":"episode","kind":"calendar_block","occurred_at":"2026-06-09T09:00:00Z","ends_at":"2026-06-09T11:00:00Z","subject":"deep work","summary":"Focus"})");
@@ -31,17 +32,19 @@ class TriageTest : public ::testing::Test {
   // Ingests one inbound message and returns its triage decision.
   Decision Receive(const std::string& from, const std::string& at, const std::string& subject,
                    const std::string& thread = "") {
-    json line = {{"type", "episode"}, {"kind", "message_received"}, {"occurred_at", at},
-                 {"counterparty", from}, {"subject", subject}, {"summary", subject}};
+    json line = {{"type", "episode"},    {"kind", "message_received"}, {"occurred_at", at},
+                 {"counterparty", from}, {"subject", subject},         {"summary", subject}};
     if (!thread.empty()) line["thread"] = thread;
     Ingest(line.dump());
     Decision d;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      DecisionFilter f;
-      f.decision_class = "triage";
-      d = tx.ListDecisions(ws_.id, f, 1)->at(0);
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      DecisionFilter f;
+                      f.decision_class = "triage";
+                      d = tx.ListDecisions(ws_.id, f, 1)->at(0);
+                      return Status::Ok();
+                    })
+                    .ok());
     return d;
   }
 
@@ -89,7 +92,8 @@ TEST_F(TriageTest, EachSignal) {
   EXPECT_FALSE(HasKind(again, "first_contact"));
   EXPECT_TRUE(HasKind(again, "awaiting_your_reply"));
 
-  Ingest(R"({"type":"episode","kind":"message_sent","occurred_at":"2026-06-09T15:30:00Z","counterparty":"new@person.example","summary":"reply","thread":"t1"})");
+  Ingest(
+      R"({"type":"episode","kind":"message_sent","occurred_at":"2026-06-09T15:30:00Z","counterparty":"new@person.example","summary":"reply","thread":"t1"})");
   Decision answered = Receive("new@person.example", "2026-06-09T16:00:00Z", "Thanks", "t1");
   EXPECT_FALSE(HasKind(answered, "awaiting_your_reply"));
   EXPECT_TRUE(HasKind(answered, "thread_active"));  // two others in t1 within 24 h
@@ -108,7 +112,8 @@ TEST_F(TriageTest, EachSignal) {
 }
 
 TEST_F(TriageTest, RulesDecideInOrderWithTheirConfidenceAndHits) {
-  Ingest(R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"sarah@n.example","summary":"old 1","external_id":"e1"}
+  Ingest(
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"sarah@n.example","summary":"old 1","external_id":"e1"}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-02T10:00:00Z","counterparty":"sarah@n.example","summary":"old 2","external_id":"e2"}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-03T10:00:00Z","counterparty":"sarah@n.example","summary":"old 3","external_id":"e3"})");
   auto imported = ImportRules(*store_, clock_, ws_.id, R"(
@@ -138,35 +143,42 @@ rules:
   EXPECT_EQ(*urgent.rule_summary, "Urgent VIP mail interrupts.");
   EXPECT_EQ(urgent.confidence, "just_guessing");  // no evidence
 
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto rule = tx.GetRule(ws_.id, *held.rule_id);
-    EXPECT_EQ(rule->hits, 1);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto rule = tx.GetRule(ws_.id, *held.rule_id);
+                    EXPECT_EQ(rule->hits, 1);
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
   Decision d = Receive("sarah@n.example", "2026-06-09T14:00:00Z", "hi");
   ASSERT_TRUE(d.notification_id.has_value());
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto n = tx.GetNotification(ws_.id, *d.notification_id);
-    EXPECT_TRUE(n.ok());
-    EXPECT_EQ(n->decision_id, d.id);
-    EXPECT_EQ(n->episode_id, d.source_episode_ids.at(0));
-    auto ep = tx.GetEpisode(ws_.id, n->episode_id);
-    EXPECT_EQ(ep->world_version, d.world_version);
-    EXPECT_EQ(tx.GetWorkspace(ws_.id)->world_version, d.world_version);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto n = tx.GetNotification(ws_.id, *d.notification_id);
+                    EXPECT_TRUE(n.ok());
+                    EXPECT_EQ(n->decision_id, d.id);
+                    EXPECT_EQ(n->episode_id, d.source_episode_ids.at(0));
+                    auto ep = tx.GetEpisode(ws_.id, n->episode_id);
+                    EXPECT_EQ(ep->world_version, d.world_version);
+                    EXPECT_EQ(tx.GetWorkspace(ws_.id)->world_version, d.world_version);
+                    return Status::Ok();
+                  })
+                  .ok());
   // A failed batch leaves no triage behind.
-  auto bad = IngestJsonl(*store_, clock_, ws_.id,
-                         R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T15:00:00Z","counterparty":"sarah@n.example","summary":"ok"}
+  auto bad = IngestJsonl(
+      *store_, clock_, ws_.id,
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T15:00:00Z","counterparty":"sarah@n.example","summary":"ok"}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-09T15:00:00Z","counterparty":"entity_01M8PS06M053VVFGPPNAWWM0AA","summary":"bad"})");
   ASSERT_FALSE(bad.ok());
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_EQ(tx.ListDecisions(ws_.id, {}, 10)->size(), 1u);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_EQ(tx.ListDecisions(ws_.id, {}, 10)->size(), 1u);
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST(LocalTimeTest, WindowsMayWrapMidnight) {
@@ -186,8 +198,7 @@ TEST(LocalTimeTest, OffsetsWeekdaysAndDigest) {
   EXPECT_EQ(lt.minute_of_day, 22 * 60 + 30);
   EXPECT_EQ(FormatTime(NextDigest(t, s)), "2026-06-09T22:00:00Z");  // Tue 17:00 local
   s.utc_offset_minutes = 0;
-  EXPECT_EQ(FormatTime(NextDigest(*ParseTime("2026-06-09T17:00:00Z"), s)),
-            "2026-06-10T17:00:00Z");
+  EXPECT_EQ(FormatTime(NextDigest(*ParseTime("2026-06-09T17:00:00Z"), s)), "2026-06-10T17:00:00Z");
 }
 
 }  // namespace

@@ -10,10 +10,14 @@ namespace cortex {
 
 const char* LevelName(int level) {
   switch (level) {
-    case 0: return "off";
-    case 1: return "draft";
-    case 2: return "supervised";
-    default: return "autonomous";
+    case 0:
+      return "off";
+    case 1:
+      return "draft";
+    case 2:
+      return "supervised";
+    default:
+      return "autonomous";
   }
 }
 
@@ -86,7 +90,9 @@ Result<Decision> Transition(WriteTx& tx, const Clock& clock, const std::string& 
   d.trace_id = NewId("trc_", clock);
   d.agent_version = av;
   d.world_version = workspace->world_version;
-  d.details = {{"action_class", cls}, {"from_level", from}, {"to_level", to},
+  d.details = {{"action_class", cls},
+               {"from_level", from},
+               {"to_level", to},
                {"evidence_decision_ids", evidence}};
   CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
   return d;
@@ -128,16 +134,14 @@ Result<std::optional<Decision>> RecordApproval(WriteTx& tx, const Clock& clock,
 
 Result<std::optional<Decision>> RecordRejection(WriteTx& tx, const Clock& clock,
                                                 const std::string& ws, const std::string& cls,
-                                                const Entity& who,
-                                                const std::string& decision_id,
+                                                const Entity& who, const std::string& decision_id,
                                                 const TrustConfig& config) {
   CORTEX_RETURN_IF_ERROR(tx.SetTrustStreak(ws, cls, who.id, TrustStreak{}));
   auto current = LookupTrust(tx, ws, cls, who, config);
   if (!current.ok()) return current.status();
   if (current->level == 0) return std::optional<Decision>();
   auto d = Transition(tx, clock, ws, cls, who, current->level, current->level - 1,
-                      "after a rejection", "A rejection lowers the level by one.",
-                      {decision_id});
+                      "after a rejection", "A rejection lowers the level by one.", {decision_id});
   if (!d.ok()) return d.status();
   return std::optional<Decision>(std::move(*d));
 }
@@ -147,14 +151,17 @@ Result<std::string> ResolveTrustScope(ReadTx& tx, const std::string& ws, const s
   if (raw.rfind("tag:", 0) == 0) {
     std::string tag = raw.substr(4);
     bool ok = !tag.empty() && tag.size() <= 64;
-    for (char c : tag) ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    for (char c : tag)
+      ok &= (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
     if (!ok) return Status::InvalidArgument("'" + raw + "' is not tag:<lowercase tag>");
     return raw;
   }
   auto who = ResolveEntity(tx, ws, raw);
   if (!who.ok()) {
-    return Status::InvalidArgument("'" + raw + "' is neither default, tag:<tag>, nor a known "
-                                   "counterparty (" + who.status().message() + ")");
+    return Status::InvalidArgument("'" + raw +
+                                   "' is neither default, tag:<tag>, nor a known "
+                                   "counterparty (" +
+                                   who.status().message() + ")");
   }
   return "entity:" + who->id;
 }

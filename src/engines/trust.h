@@ -21,7 +21,7 @@ const char* LevelName(int level);  // off, draft, supervised, autonomous
 
 struct EffectiveTrust {
   int level = 1;
-  std::string source;  // "entity", "tag:<tag>", "default" or "built-in default"
+  std::string source;          // "entity", "tag:<tag>", "default" or "built-in default"
   std::optional<int> ceiling;  // the lowest ceiling among the counterparty's tags
 };
 
@@ -40,8 +40,7 @@ Result<std::optional<Decision>> RecordApproval(WriteTx& tx, const Clock& clock,
 // Records a rejection: the streak resets and the level drops by one (not below 0).
 Result<std::optional<Decision>> RecordRejection(WriteTx& tx, const Clock& clock,
                                                 const std::string& ws, const std::string& cls,
-                                                const Entity& who,
-                                                const std::string& decision_id,
+                                                const Entity& who, const std::string& decision_id,
                                                 const TrustConfig& config);
 
 // Validates a scope given on the command line: "default", "tag:<tag>" or an entity

@@ -1,12 +1,11 @@
 // JSON-RPC 2.0 framing: parsing one message and building responses. No I/O.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <variant>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
+#include <variant>
 
 namespace cortex::rpc {
 

@@ -1,4 +1,3 @@
-#include "core/json_text.h"
 #include "protocol/mcp_server.h"
 
 #include <spdlog/spdlog.h>
@@ -7,6 +6,7 @@
 
 #include "core/crypto.h"
 #include "core/ids.h"
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "protocol/jsonrpc.h"
 
@@ -31,8 +31,12 @@ constexpr int64_t kListTtlMs = 3'600'000;
 // The methods we name in metrics and logs; anything else is "other", so that clients
 // cannot mint metric keys.
 const char* MetricMethod(const std::string& m) {
-  static const char* const kKnown[] = {"initialize", "ping", "tools/list", "tools/call",
-                                       "server/discover", "notifications/initialized",
+  static const char* const kKnown[] = {"initialize",
+                                       "ping",
+                                       "tools/list",
+                                       "tools/call",
+                                       "server/discover",
+                                       "notifications/initialized",
                                        "notifications/cancelled"};
   for (const char* k : kKnown) {
     if (m == k) return k;
@@ -53,16 +57,26 @@ json SupportedVersions() {
 
 const char* ErrorName(int code) {
   switch (code) {
-    case rpc::kParseError: return "parse_error";
-    case rpc::kInvalidRequest: return "invalid_request";
-    case rpc::kMethodNotFound: return "method_not_found";
-    case rpc::kInvalidParams: return "invalid_params";
-    case rpc::kSessionRequired: return "session_required";
-    case rpc::kSessionNotFound: return "session_not_found";
-    case rpc::kHeaderMismatch: return "header_mismatch";
-    case rpc::kMissingRequiredClientCapability: return "missing_client_capability";
-    case rpc::kUnsupportedProtocolVersion: return "unsupported_protocol_version";
-    default: return "internal_error";
+    case rpc::kParseError:
+      return "parse_error";
+    case rpc::kInvalidRequest:
+      return "invalid_request";
+    case rpc::kMethodNotFound:
+      return "method_not_found";
+    case rpc::kInvalidParams:
+      return "invalid_params";
+    case rpc::kSessionRequired:
+      return "session_required";
+    case rpc::kSessionNotFound:
+      return "session_not_found";
+    case rpc::kHeaderMismatch:
+      return "header_mismatch";
+    case rpc::kMissingRequiredClientCapability:
+      return "missing_client_capability";
+    case rpc::kUnsupportedProtocolVersion:
+      return "unsupported_protocol_version";
+    default:
+      return "internal_error";
   }
 }
 
@@ -79,9 +93,9 @@ std::optional<std::string> DecodeHeaderValue(const std::string& v) {
   if (v.size() >= kPrefix.size() + kSuffix.size() && v.compare(0, kPrefix.size(), kPrefix) == 0 &&
       v.compare(v.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
     std::string decoded;
-    if (!Base64Decode(std::string_view(v).substr(kPrefix.size(),
-                                                 v.size() - kPrefix.size() - kSuffix.size()),
-                      &decoded)) {
+    if (!Base64Decode(
+            std::string_view(v).substr(kPrefix.size(), v.size() - kPrefix.size() - kSuffix.size()),
+            &decoded)) {
       return std::nullopt;
     }
     return decoded;
@@ -95,14 +109,15 @@ std::optional<std::string> DecodeHeaderValue(const std::string& v) {
 // Checks the Mcp-* headers of a stateless-era HTTP request against its body.
 std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string& version,
                                        const std::string& method, const json& params) {
-  auto mismatch = [](std::string msg) { return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}}; };
+  auto mismatch = [](std::string msg) {
+    return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}};
+  };
   if (!req.protocol_version_header) {
     return mismatch("Header mismatch: MCP-Protocol-Version header is required");
   }
   if (*req.protocol_version_header != version) {
     return mismatch("Header mismatch: MCP-Protocol-Version header value '" +
-                    *req.protocol_version_header + "' does not match body value '" + version +
-                    "'");
+                    *req.protocol_version_header + "' does not match body value '" + version + "'");
   }
   if (!req.method_header) return mismatch("Header mismatch: Mcp-Method header is required");
   if (*req.method_header != method) {
@@ -128,8 +143,8 @@ std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string&
 
 }  // namespace
 
-McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock,
-                     ServerInfo info, QuotaLimits quotas)
+McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info,
+                     QuotaLimits quotas)
     : tools_(tools),
       store_(store),
       clock_(clock),
@@ -187,7 +202,8 @@ McpResponse McpServer::Handle(const McpRequest& req) {
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     if (auto v = meta->find(kMetaVersion); v != meta->end() && v->is_string()) meta_version = *v;
   }
-  bool modern = msg.method != "initialize" && !meta_version.empty() && !IsLegacyVersion(meta_version);
+  bool modern =
+      msg.method != "initialize" && !meta_version.empty() && !IsLegacyVersion(meta_version);
   // A stateless-era request names its version in the MCP-Protocol-Version header too; one
   // without _meta is malformed rather than a session-era request.
   if (!modern && msg.method != "initialize" && req.transport == McpTransport::kHttp &&
@@ -214,7 +230,8 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
   std::string version = meta[kMetaVersion];
   if (version != kModernVersion) {
     return Fail(std::move(out), id, Disposition::kRejected,
-                {rpc::kUnsupportedProtocolVersion, "Unsupported protocol version",
+                {rpc::kUnsupportedProtocolVersion,
+                 "Unsupported protocol version",
                  {{"supported", SupportedVersions()}, {"requested", version}}});
   }
   if (req.transport == McpTransport::kHttp) {
@@ -297,8 +314,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   {
     std::lock_guard<std::mutex> lock(sessions_mu_);
     auto it = sessions_.find(*req.session_id);
-    if (it != sessions_.end() &&
-        clock_.Now() - it->second.last_used > limits::kSessionIdleExpiry) {
+    if (it != sessions_.end() && clock_.Now() - it->second.last_used > limits::kSessionIdleExpiry) {
       sessions_.erase(it);  // idle too long: expired
       it = sessions_.end();
     }
@@ -378,8 +394,8 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     out.tool = "other";
     out.status = "unknown_tool";
     return RpcFailure{{rpc::kInvalidParams,
-                       "Unknown tool: " +
-                           Utf8Prefix(name->get_ref<const std::string&>(), limits::kMaxToolNameChars),
+                       "Unknown tool: " + Utf8Prefix(name->get_ref<const std::string&>(),
+                                                     limits::kMaxToolNameChars),
                        {}}};
   }
   out.tool = name->get<std::string>();
@@ -391,8 +407,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     out.status = refused["structuredContent"].value("error", std::string("tool_error"));
     return refused;
   }
-  ToolContext ctx{auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)),
-                  [&out](json n) { out.notifications.push_back(std::move(n)); }};
+  ToolContext ctx{
+      auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
+        out.notifications.push_back(std::move(n));
+      }};
   ToolReply reply = tools_.Call(*name, args, ctx);
   if (reply.is_error()) {
     const json& body = reply.body();

@@ -11,13 +11,12 @@
 
 #include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "engines/quotas.h"
@@ -115,8 +114,7 @@ class McpServer {
                             McpResponse& out);
   // tools/call for either era. Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
-                                                           const AuthContext& auth,
-                                                           McpResponse& out);
+                                                    const AuthContext& auth, McpResponse& out);
   nlohmann::json ServerInfoJson() const;
   // Counts a tool call against the caller's quotas: null if admitted, else the
   // quota_exceeded (or store error) result to return instead.

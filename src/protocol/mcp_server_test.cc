@@ -34,10 +34,13 @@ class McpServerTest : public ::testing::Test {
   }
 
   std::string Initialize() {
-    McpResponse r = Send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                          {"params", {{"protocolVersion", "2025-06-18"},
-                                      {"capabilities", json::object()},
-                                      {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    McpResponse r = Send({{"jsonrpc", "2.0"},
+                          {"id", 1},
+                          {"method", "initialize"},
+                          {"params",
+                           {{"protocolVersion", "2025-06-18"},
+                            {"capabilities", json::object()},
+                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
     EXPECT_EQ(r.body["result"]["protocolVersion"], "2025-06-18");
     EXPECT_FALSE(r.new_session_id.empty());
     return r.new_session_id;
@@ -72,9 +75,11 @@ TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
 }
 
 TEST_F(McpServerTest, UnknownVersionNegotiatesToNewestSessionEra) {
-  McpResponse r = Send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
-                        {"params", {{"protocolVersion", "2024-01-01"},
-                                    {"capabilities", json::object()}}}});
+  McpResponse r =
+      Send({{"jsonrpc", "2.0"},
+            {"id", 1},
+            {"method", "initialize"},
+            {"params", {{"protocolVersion", "2024-01-01"}, {"capabilities", json::object()}}}});
   EXPECT_EQ(r.body["result"]["protocolVersion"], "2025-11-25");
 }
 
@@ -150,7 +155,9 @@ TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
 TEST_F(McpServerTest, ToolCallsAndToolErrors) {
   std::string sid = Initialize();
   auto call = [&](json args) {
-    return Send({{"jsonrpc", "2.0"}, {"id", 7}, {"method", "tools/call"},
+    return Send({{"jsonrpc", "2.0"},
+                 {"id", 7},
+                 {"method", "tools/call"},
                  {"params", {{"name", "entity.lookup"}, {"arguments", args}}}},
                 sid);
   };
@@ -167,12 +174,14 @@ TEST_F(McpServerTest, ToolCallsAndToolErrors) {
   McpResponse unknown = call({{"identifier", "nobody@nowhere.example"}});
   EXPECT_EQ(unknown.body["result"]["structuredContent"]["error"], "not_found");
 
-  McpResponse no_tool = Send({{"jsonrpc", "2.0"}, {"id", 8}, {"method", "tools/call"},
-                              {"params", {{"name", "nope"}}}},
-                             sid);
+  McpResponse no_tool = Send(
+      {{"jsonrpc", "2.0"}, {"id", 8}, {"method", "tools/call"}, {"params", {{"name", "nope"}}}},
+      sid);
   EXPECT_EQ(no_tool.body["error"]["code"], rpc::kInvalidParams);
 
-  McpResponse status = Send({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "tools/call"},
+  McpResponse status = Send({{"jsonrpc", "2.0"},
+                             {"id", 9},
+                             {"method", "tools/call"},
                              {"params", {{"name", "workspace.status"}}}},
                             sid);
   EXPECT_EQ(status.body["result"]["structuredContent"]["workspace"], "alpha");
@@ -200,8 +209,7 @@ TEST(JsonRpcTest, ParsesAndRefuses) {
   EXPECT_EQ(std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":{},"method":"x"})")).code,
             rpc::kInvalidRequest);
   EXPECT_EQ(
-      std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"method":"x","params":[]})"))
-          .code,
+      std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"method":"x","params":[]})")).code,
       rpc::kInvalidRequest);
   auto note = std::get<rpc::Message>(rpc::Parse(R"({"jsonrpc":"2.0","method":"n"})"));
   EXPECT_TRUE(note.is_notification);

@@ -43,11 +43,10 @@ void ApplyRuleDefinitionJson(const json& def, Rule* r) {
   r->when.counterparties = list("counterparties");
   r->when.channels = list("channels");
   r->when.words = list("words");
-  r->when.from_minute = when.contains("from_minute") ? std::optional<int>(when["from_minute"])
-                                                     : std::nullopt;
-  r->when.until_minute = when.contains("until_minute")
-                             ? std::optional<int>(when["until_minute"])
-                             : std::nullopt;
+  r->when.from_minute =
+      when.contains("from_minute") ? std::optional<int>(when["from_minute"]) : std::nullopt;
+  r->when.until_minute =
+      when.contains("until_minute") ? std::optional<int>(when["until_minute"]) : std::nullopt;
   r->when.weekdays = when.value("weekdays", 0u);
   const json& then = def.at("then");
   r->then.triage_class = then.value("triage", "");

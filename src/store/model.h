@@ -1,19 +1,18 @@
 // The world model's rows, as the engines see them. Times are UTC instants.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 
 namespace cortex {
 
 struct Workspace {
-  std::string id;    // ws_...
-  std::string name;  // unique, chosen by the user
+  std::string id;             // ws_...
+  std::string name;           // unique, chosen by the user
   std::string world_version;  // wv_...: moves whenever episodes or entities change
   std::string agent_version;  // av_...: moves whenever rules or trust change
   TimePoint created_at;
@@ -55,7 +54,7 @@ struct Episode {
   std::string body;
   std::string thread;
   std::optional<std::string> external_id;  // the source system's id; dedupes re-sent lines
-  std::string world_version;  // the version this episode's batch created
+  std::string world_version;               // the version this episode's batch created
   TimePoint created_at;
 };
 
@@ -78,7 +77,7 @@ struct RuleConditions {
 };
 
 struct RuleEffect {
-  std::string triage_class;  // triage rules
+  std::string triage_class;      // triage rules
   std::optional<int> max_level;  // action rules: cap the autonomy level (0-3)
   bool block = false;            // action rules: refuse the action
   bool urgent = false;           // action rules: mark the action urgent
@@ -87,19 +86,19 @@ struct RuleEffect {
 struct Rule {
   std::string id;  // rul_...
   std::string workspace_id;
-  std::string name;     // unique among a workspace's active rules
-  std::string kind;     // triage | action
+  std::string name;          // unique among a workspace's active rules
+  std::string kind;          // triage | action
   std::string action_class;  // action rules: the class they apply to ("communicate")
-  std::string summary;  // one sentence a person can read
-  std::string origin;   // user | learned
+  std::string summary;       // one sentence a person can read
+  std::string origin;        // user | learned
   RuleConditions when;
   RuleEffect then;
   int priority = 0;
-  int position = 0;  // order in its file
+  int position = 0;                   // order in its file
   std::vector<std::string> evidence;  // episode ids
-  int64_t support = 0;         // evidence episodes
-  int64_t contradictions = 0;  // episodes where it did not hold
-  int64_t hits = 0;            // times it decided something
+  int64_t support = 0;                // evidence episodes
+  int64_t contradictions = 0;         // episodes where it did not hold
+  int64_t hits = 0;                   // times it decided something
   bool active = true;
   TimePoint created_at;
 };
@@ -115,8 +114,8 @@ struct WorkspaceSettings {
   int utc_offset_minutes = 0;      // the workspace's time zone, as a fixed offset
   int work_start_minute = 9 * 60;  // working hours [start, end), local
   int work_end_minute = 18 * 60;
-  unsigned work_days = 0x1f;       // Monday-Friday
-  int digest_minute = 17 * 60;     // when the daily digest goes out, local
+  unsigned work_days = 0x1f;    // Monday-Friday
+  int digest_minute = 17 * 60;  // when the daily digest goes out, local
 };
 
 nlohmann::json SettingsToJson(const WorkspaceSettings& s);
@@ -175,8 +174,8 @@ struct Action {
   std::string message;  // as asked
   std::string tone;
   std::string context;
-  std::string draft;  // the text to send (the drafter's, or a person's edit)
-  std::string decision_id;  // its action_proposed decision
+  std::string draft;                // the text to send (the drafter's, or a person's edit)
+  std::string decision_id;          // its action_proposed decision
   std::optional<TimePoint> due_at;  // pending: expiry (level 1) or execution (level 2)
   TimePoint created_at;
   TimePoint updated_at;
@@ -189,7 +188,8 @@ struct LedgerEntry {
   int64_t seq = 0;  // 1, 2, 3... per workspace
   std::string action_id;
   std::string decision_id;
-  std::string event;  // proposed | approved | rejected | expired | executed | delivered | failed | refused
+  std::string
+      event;  // proposed | approved | rejected | expired | executed | delivered | failed | refused
   TimePoint occurred_at;
   nlohmann::json provenance;  // rule summary, confidence, contributing episodes, versions
   nlohmann::json detail;      // event-specific: edited text, reason, error...

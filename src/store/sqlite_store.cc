@@ -8,13 +8,13 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <unordered_map>
 #include <vector>
 
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/time.h"
-#include <nlohmann/json.hpp>
 #include "store/migrations.h"
 #include "store/store.h"
 
@@ -118,12 +118,12 @@ class Conn {
     // WAL: readers never block the writer nor wait for it. synchronous=FULL: a commit is on
     // disk (fsync of the WAL) before Write() returns, so acknowledged work survives a crash
     // or power loss.
-    // Page caches: 32 MiB for the writer, which walks every index an ingest touches; 4 MiB
-    // for each reader (a read touches a few pages). SQLite's default is 2 MiB.
+    // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
+    // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
+    // speed and cost resident memory (bench/README.md).
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
-                                     "PRAGMA cache_size=-4096;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768;";
+                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
     return c;
   }
@@ -170,7 +170,6 @@ class Conn {
   };
   std::unordered_map<std::string, sqlite3_stmt*, Hash, std::equal_to<>> cache_;
 };
-
 
 class SqliteTx final : public WriteTx {
  public:
@@ -283,8 +282,8 @@ class SqliteTx final : public WriteTx {
 
   Result<Episode> FindEpisodeByExternalId(const std::string& ws,
                                           const std::string& external_id) override {
-    Stmt s = c_.Prepare(kEpisodeSelect +
-                        std::string(" WHERE workspace_id = ? AND external_id = ?"));
+    Stmt s =
+        c_.Prepare(kEpisodeSelect + std::string(" WHERE workspace_id = ? AND external_id = ?"));
     s.Bind(1, ws).Bind(2, external_id);
     Status st;
     if (!s.Step(&st)) {
@@ -367,10 +366,10 @@ class SqliteTx final : public WriteTx {
   }
 
   Result<std::vector<Rule>> ListRules(const std::string& ws, bool active_only) override {
-    Stmt s = c_.Prepare(kRuleSelect +
-                        std::string(active_only
-                                        ? " WHERE workspace_id = ? AND active = 1 ORDER BY position, id"
-                                        : " WHERE workspace_id = ? ORDER BY active DESC, position, id"));
+    Stmt s = c_.Prepare(
+        kRuleSelect +
+        std::string(active_only ? " WHERE workspace_id = ? AND active = 1 ORDER BY position, id"
+                                : " WHERE workspace_id = ? ORDER BY active DESC, position, id"));
     s.Bind(1, ws);
     std::vector<Rule> out;
     Status st;
@@ -433,8 +432,8 @@ class SqliteTx final : public WriteTx {
                                                       std::optional<TimePoint> after,
                                                       std::optional<TimePoint> until, int limit,
                                                       bool newest_first) override {
-    std::string sql = kNotificationSelect +
-                      std::string(" WHERE workspace_id = ? AND surface_at IS NOT NULL");
+    std::string sql =
+        kNotificationSelect + std::string(" WHERE workspace_id = ? AND surface_at IS NOT NULL");
     if (cls) sql += " AND triage_class = ?";
     if (after) sql += " AND surface_at > ?";
     if (until) sql += " AND surface_at <= ?";
@@ -504,9 +503,12 @@ class SqliteTx final : public WriteTx {
   Status InsertEntity(const Entity& e) override {
     Stmt s = c_.Prepare(
         "INSERT INTO entities (id, workspace_id, kind, name, created_at) VALUES (?, ?, ?, ?, ?)");
-    CORTEX_RETURN_IF_ERROR(
-        s.Bind(1, e.id).Bind(2, e.workspace_id).Bind(3, e.kind).Bind(4, e.name).Bind(5, e.created_at)
-            .Run());
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, e.id)
+                               .Bind(2, e.workspace_id)
+                               .Bind(3, e.kind)
+                               .Bind(4, e.name)
+                               .Bind(5, e.created_at)
+                               .Run());
     for (const std::string& ident : e.identifiers) {
       CORTEX_RETURN_IF_ERROR(AddEntityIdentifier(e.workspace_id, e.id, ident));
     }
@@ -587,8 +589,8 @@ class SqliteTx final : public WriteTx {
   }
 
   Status RetireRule(const std::string& ws, const std::string& id, TimePoint at) override {
-    Stmt s = c_.Prepare(
-        "UPDATE rules SET active = 0, retired_at = ? WHERE workspace_id = ? AND id = ?");
+    Stmt s =
+        c_.Prepare("UPDATE rules SET active = 0, retired_at = ? WHERE workspace_id = ? AND id = ?");
     return s.Bind(1, at).Bind(2, ws).Bind(3, id).Run();
   }
 
@@ -719,10 +721,9 @@ class SqliteTx final : public WriteTx {
       "SELECT id, workspace_id, episode_id, decision_id, entity_id, triage_class, surface_at,"
       " created_at FROM notifications";
   static Notification NotificationRow(const Stmt& s) {
-    return Notification{s.Text(0), s.Text(1),    s.Text(2),    s.Text(3),
+    return Notification{s.Text(0),    s.Text(1), s.Text(2),    s.Text(3),
                         s.OptText(4), s.Text(5), s.OptTime(6), s.Time(7)};
   }
-
 
   static constexpr const char* kActionSelect =
       "SELECT id, workspace_id, action_class, entity_id, recipient, status, level, urgent,"
@@ -794,17 +795,20 @@ class SqliteTx final : public WriteTx {
     return ActionRow(s);
   }
 
-  Result<Action> FindActionByDecision(const std::string& ws, const std::string& decision_id) override {
+  Result<Action> FindActionByDecision(const std::string& ws,
+                                      const std::string& decision_id) override {
     Stmt s = c_.Prepare(kActionSelect + std::string(" WHERE workspace_id = ? AND decision_id = ?"));
     s.Bind(1, ws).Bind(2, decision_id);
     Status st;
-    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no action for decision " + decision_id) : st;
+    if (!s.Step(&st))
+      return st.ok() ? Status::NotFound("no action for decision " + decision_id) : st;
     return ActionRow(s);
   }
 
   Result<std::vector<Action>> DueActions(TimePoint t, int limit) override {
-    Stmt s = c_.Prepare(kActionSelect +
-                        std::string(" WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"));
+    Stmt s = c_.Prepare(
+        kActionSelect +
+        std::string(" WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at LIMIT ?"));
     s.Bind(1, t).Bind(2, static_cast<int64_t>(limit));
     std::vector<Action> out;
     Status st;
@@ -882,10 +886,10 @@ class SqliteTx final : public WriteTx {
   }
 
   Result<std::vector<OutboxItem>> DueOutbox(TimePoint t, int limit) override {
-    Stmt s = c_.Prepare(kOutboxSelect +
-                        std::string(" WHERE status = 'pending' AND next_attempt_at <= ?"
-                                    " AND (lease_until IS NULL OR lease_until <= ?)"
-                                    " ORDER BY next_attempt_at LIMIT ?"));
+    Stmt s =
+        c_.Prepare(kOutboxSelect + std::string(" WHERE status = 'pending' AND next_attempt_at <= ?"
+                                               " AND (lease_until IS NULL OR lease_until <= ?)"
+                                               " ORDER BY next_attempt_at LIMIT ?"));
     s.Bind(1, t).Bind(2, t).Bind(3, static_cast<int64_t>(limit));
     std::vector<OutboxItem> out;
     Status st;
@@ -917,7 +921,8 @@ class SqliteTx final : public WriteTx {
 
   Result<std::vector<std::pair<std::string, int64_t>>> QuotaOverrides(
       const std::string& ws) override {
-    Stmt s = c_.Prepare("SELECT name, value FROM quota_limits WHERE workspace_id = ? ORDER BY name");
+    Stmt s =
+        c_.Prepare("SELECT name, value FROM quota_limits WHERE workspace_id = ? ORDER BY name");
     s.Bind(1, ws);
     std::vector<std::pair<std::string, int64_t>> out;
     Status st;
@@ -946,7 +951,9 @@ class SqliteTx final : public WriteTx {
     std::vector<nlohmann::json> out;
     Status st;
     while (s.Step(&st)) {
-      out.push_back({{"action_id", s.Text(0)}, {"recipient", s.Text(1)}, {"body", s.Text(2)},
+      out.push_back({{"action_id", s.Text(0)},
+                     {"recipient", s.Text(1)},
+                     {"body", s.Text(2)},
                      {"delivered_at", FormatTime(s.Time(3))}});
     }
     CORTEX_RETURN_IF_ERROR(st);
@@ -961,7 +968,8 @@ class SqliteTx final : public WriteTx {
 
   Status SetDecisionLedgerEntry(const std::string& ws, const std::string& id,
                                 const std::string& led) override {
-    Stmt s = c_.Prepare("UPDATE decisions SET ledger_entry_id = ? WHERE id = ? AND workspace_id = ?");
+    Stmt s =
+        c_.Prepare("UPDATE decisions SET ledger_entry_id = ? WHERE id = ? AND workspace_id = ?");
     return s.Bind(1, led).Bind(2, id).Bind(3, ws).Run();
   }
 
@@ -1005,32 +1013,50 @@ class SqliteTx final : public WriteTx {
     Stmt s = c_.Prepare(
         "INSERT INTO trust (workspace_id, action_class, scope, level, ceiling, updated_at)"
         " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, scope) DO UPDATE"
-        " SET level = excluded.level, ceiling = excluded.ceiling, updated_at = excluded.updated_at");
+        " SET level = excluded.level, ceiling = excluded.ceiling, updated_at = "
+        "excluded.updated_at");
     std::optional<int64_t> level, ceiling;
     if (t.level) level = *t.level;
     if (t.ceiling) ceiling = *t.ceiling;
-    return s.Bind(1, ws).Bind(2, t.action_class).Bind(3, t.scope).Bind(4, level).Bind(5, ceiling)
-        .Bind(6, t.updated_at).Run();
+    return s.Bind(1, ws)
+        .Bind(2, t.action_class)
+        .Bind(3, t.scope)
+        .Bind(4, level)
+        .Bind(5, ceiling)
+        .Bind(6, t.updated_at)
+        .Run();
   }
 
-  Status SetTrustStreak(const std::string& ws, const std::string& cls,
-                        const std::string& entity_id, const TrustStreak& t) override {
+  Status SetTrustStreak(const std::string& ws, const std::string& cls, const std::string& entity_id,
+                        const TrustStreak& t) override {
     Stmt s = c_.Prepare(
         "INSERT INTO trust_streaks (workspace_id, action_class, entity_id, streak, evidence)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, entity_id) DO UPDATE"
         " SET streak = excluded.streak, evidence = excluded.evidence");
-    return s.Bind(1, ws).Bind(2, cls).Bind(3, entity_id).Bind(4, t.streak)
-        .Bind(5, DumpJson(nlohmann::json(t.evidence))).Run();
+    return s.Bind(1, ws)
+        .Bind(2, cls)
+        .Bind(3, entity_id)
+        .Bind(4, t.streak)
+        .Bind(5, DumpJson(nlohmann::json(t.evidence)))
+        .Run();
   }
 
   Status AppendLedger(const LedgerEntry& e) override {
     Stmt s = c_.Prepare(
         "INSERT INTO ledger (id, workspace_id, seq, action_id, decision_id, event, occurred_at,"
         " provenance, detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Status st = s.Bind(1, e.id).Bind(2, e.workspace_id).Bind(3, e.seq).Bind(4, e.action_id)
-        .Bind(5, e.decision_id).Bind(6, e.event).Bind(7, e.occurred_at)
-        .Bind(8, DumpJson(e.provenance)).Bind(9, DumpJson(e.detail)).Bind(10, e.prev_hash)
-        .Bind(11, e.hash).Run();
+    Status st = s.Bind(1, e.id)
+                    .Bind(2, e.workspace_id)
+                    .Bind(3, e.seq)
+                    .Bind(4, e.action_id)
+                    .Bind(5, e.decision_id)
+                    .Bind(6, e.event)
+                    .Bind(7, e.occurred_at)
+                    .Bind(8, DumpJson(e.provenance))
+                    .Bind(9, DumpJson(e.detail))
+                    .Bind(10, e.prev_hash)
+                    .Bind(11, e.hash)
+                    .Run();
     CORTEX_RETURN_IF_ERROR(st);
     Stmt anchor = c_.Prepare("UPDATE workspaces SET ledger_seq = ?, ledger_head = ? WHERE id = ?");
     return anchor.Bind(1, e.seq).Bind(2, e.hash).Bind(3, e.workspace_id).Run();
@@ -1041,9 +1067,16 @@ class SqliteTx final : public WriteTx {
         "INSERT INTO outbox (action_id, workspace_id, recipient, body, status, attempts,"
         " next_attempt_at, lease_until, last_error, created_at, delivered_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, NULL)");
-    return s.Bind(1, o.action_id).Bind(2, o.workspace_id).Bind(3, o.recipient).Bind(4, o.body)
-        .Bind(5, o.status).Bind(6, static_cast<int64_t>(o.attempts)).Bind(7, o.next_attempt_at)
-        .Bind(8, o.last_error).Bind(9, o.created_at).Run();
+    return s.Bind(1, o.action_id)
+        .Bind(2, o.workspace_id)
+        .Bind(3, o.recipient)
+        .Bind(4, o.body)
+        .Bind(5, o.status)
+        .Bind(6, static_cast<int64_t>(o.attempts))
+        .Bind(7, o.next_attempt_at)
+        .Bind(8, o.last_error)
+        .Bind(9, o.created_at)
+        .Run();
   }
 
   Result<bool> LeaseOutbox(const std::string& action_id, TimePoint now,
@@ -1059,17 +1092,25 @@ class SqliteTx final : public WriteTx {
     Stmt s = c_.Prepare(
         "UPDATE outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?,"
         " lease_until = NULL, delivered_at = ? WHERE action_id = ?");
-    return s.Bind(1, o.status).Bind(2, static_cast<int64_t>(o.attempts)).Bind(3, o.next_attempt_at)
-        .Bind(4, o.last_error).Bind(5, delivered_at).Bind(6, o.action_id).Run();
+    return s.Bind(1, o.status)
+        .Bind(2, static_cast<int64_t>(o.attempts))
+        .Bind(3, o.next_attempt_at)
+        .Bind(4, o.last_error)
+        .Bind(5, delivered_at)
+        .Bind(6, o.action_id)
+        .Run();
   }
 
   Result<bool> RecordDeliveredMessage(const OutboxItem& o, TimePoint at) override {
     Stmt s = c_.Prepare(
         "INSERT OR IGNORE INTO delivered_messages (action_id, workspace_id, recipient, body,"
         " delivered_at) VALUES (?, ?, ?, ?, ?)");
-    CORTEX_RETURN_IF_ERROR(
-        s.Bind(1, o.action_id).Bind(2, o.workspace_id).Bind(3, o.recipient).Bind(4, o.body)
-            .Bind(5, at).Run());
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, o.action_id)
+                               .Bind(2, o.workspace_id)
+                               .Bind(3, o.recipient)
+                               .Bind(4, o.body)
+                               .Bind(5, at)
+                               .Run());
     return Changes() == 1;
   }
 
@@ -1091,8 +1132,9 @@ class SqliteTx final : public WriteTx {
   }
 
   static TokenRecord TokenRow(const Stmt& s) {
-    return TokenRecord{s.Text(0), s.Text(1), s.Text(2), s.Text(3),
-                       static_cast<unsigned>(s.Int(4)), s.Time(5), s.OptTime(6)};
+    return TokenRecord{
+        s.Text(0), s.Text(1),   s.Text(2), s.Text(3), static_cast<unsigned>(s.Int(4)),
+        s.Time(5), s.OptTime(6)};
   }
 
   Status LoadEntityDetails(Entity* e) {
@@ -1205,8 +1247,8 @@ class SqliteStore final : public Store {
       }
       if (!writer_->InTransaction()) {
         // SQLite abandoned the whole transaction: nothing of this batch is written.
-        Status gone = w->result.ok() ? Status::Unavailable("sqlite: transaction rolled back")
-                                     : w->result;
+        Status gone =
+            w->result.ok() ? Status::Unavailable("sqlite: transaction rolled back") : w->result;
         for (size_t j = 0; j < batch.size(); ++j) {
           if (j > i || batch[j]->result.ok()) batch[j]->result = gone;
         }
@@ -1253,8 +1295,8 @@ class SqliteStore final : public Store {
       if (st.ok()) st = writer_->Exec("COMMIT");
       if (!st.ok()) {
         (void)writer_->Exec("ROLLBACK");
-        return Status::Internal("migration " + std::to_string(m.number) + " failed: " +
-                                st.message());
+        return Status::Internal("migration " + std::to_string(m.number) +
+                                " failed: " + st.message());
       }
     }
     return Status::Ok();
@@ -1293,7 +1335,8 @@ class SqliteStore final : public Store {
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::InvalidArgument("cannot create data directory " + dir + ": " + ec.message());
+  if (ec)
+    return Status::InvalidArgument("cannot create data directory " + dir + ": " + ec.message());
   auto store = std::make_unique<SqliteStore>(dir + "/cortex.db");
   CORTEX_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<Store>(std::move(store));

@@ -48,7 +48,9 @@ TEST(GroupCommitTest, ConcurrentWritesCommitOrFailIndependently) {
             return Status::Ok();
           });
           (st.ok() ? ok : failed)++;
-          if (!st.ok()) EXPECT_EQ(st.code(), Code::kInvalidArgument);
+          if (!st.ok()) {
+            EXPECT_EQ(st.code(), Code::kInvalidArgument);
+          }
         } catch (const std::runtime_error& e) {
           EXPECT_STREQ(e.what(), "boom");  // the writer's own exception, in its own thread
           thrown++;

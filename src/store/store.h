@@ -69,8 +69,7 @@ class ReadTx {
   virtual Result<Decision> GetDecision(const std::string& ws, const std::string& decision_id) = 0;
   // Newest first (by id), at most `limit`.
   virtual Result<std::vector<Decision>> ListDecisions(const std::string& ws,
-                                                      const DecisionFilter& filter,
-                                                      int limit) = 0;
+                                                      const DecisionFilter& filter, int limit) = 0;
   virtual Result<Notification> GetNotification(const std::string& ws,
                                                const std::string& notification_id) = 0;
   // Notifications (of `triage_class`, if given) whose surface_at is in (after, until]
@@ -124,8 +123,7 @@ class WriteTx : public ReadTx {
 
   virtual Status InsertToken(const TokenRecord& t) = 0;
   // NotFound unless the token exists in `ws` and is not yet revoked.
-  virtual Status RevokeToken(const std::string& ws, const std::string& token_id,
-                             TimePoint at) = 0;
+  virtual Status RevokeToken(const std::string& ws, const std::string& token_id, TimePoint at) = 0;
 
   // Inserts the entity with its identifiers and tags. Conflict if an identifier is taken.
   virtual Status InsertEntity(const Entity& e) = 0;

@@ -20,14 +20,16 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
     const Status& st = result.status();
     if (st.code() == Code::kConflict) return ToolReply::Error("not_pending", st.message());
     if (st.code() == Code::kUnavailable || st.code() == Code::kInternal) {
-      return ToolReply::Error("action_engine_error",
-                              "the action engine could not record this (" + st.message() +
-                                  "); nothing was sent, retry");
+      return ToolReply::Error("action_engine_error", "the action engine could not record this (" +
+                                                         st.message() +
+                                                         "); nothing was sent, retry");
     }
     return ToolReply::FromStatus(st);
   }
   const ActionResult& r = *result;
-  json body = {{"status", r.status}, {"decision_id", r.decision_id}, {"action_id", r.action_id},
+  json body = {{"status", r.status},
+               {"decision_id", r.decision_id},
+               {"action_id", r.action_id},
                {"message", r.message}};
   if (r.status == "error") {
     body["error"] = r.error;

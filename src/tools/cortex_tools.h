@@ -6,12 +6,12 @@
 
 namespace cortex {
 
-ToolDef WorkspaceStatusTool();  // workspace.status
-ToolDef EntityLookupTool();     // entity.lookup
-ToolDef WhyThisNotificationTool();  // meta.why_this_notification
-ToolDef DecisionInspectTool();      // decision.inspect
-ToolDef DecisionListTool();         // decision.list
-ToolDef NotificationListTool();     // notification.list
+ToolDef WorkspaceStatusTool();                              // workspace.status
+ToolDef EntityLookupTool();                                 // entity.lookup
+ToolDef WhyThisNotificationTool();                          // meta.why_this_notification
+ToolDef DecisionInspectTool();                              // decision.inspect
+ToolDef DecisionListTool();                                 // decision.list
+ToolDef NotificationListTool();                             // notification.list
 ToolDef ActionCommunicateTool(const EngineConfig& config);  // action.communicate
 ToolDef ActionApproveTool(const EngineConfig& config);      // action.approve
 ToolDef ActionRejectTool(const EngineConfig& config);       // action.reject

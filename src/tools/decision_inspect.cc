@@ -57,8 +57,7 @@ ToolDef DecisionInspectTool() {
              {"triage_decision_id", {{"type", "string"}}},
              {"occurred_at", {{"type", "string"}}},
              {"world_version", {{"type", "string"}}}}}},
-      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
-                      {"openWorldHint", false}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         const std::string id = args.at("decision_id");

@@ -17,8 +17,8 @@ namespace {
 constexpr int kDefaultPageSize = 20;
 
 const char* const kClasses[] = {"triage", "action_proposed", "rule_fired", "trust_transition"};
-const char* const kStatuses[] = {"recorded", "pending", "approved", "rejected", "expired",
-                                 "executed", "delivered", "failed", "refused"};
+const char* const kStatuses[] = {"recorded", "pending",   "approved", "rejected", "expired",
+                                 "executed", "delivered", "failed",   "refused"};
 
 // A cursor is "<last decision id>.<8 hex of the filter's hash>": it only continues the
 // query it came from.
@@ -59,28 +59,33 @@ ToolDef DecisionListTool() {
           "action_proposed, rule_fired, trust_transition), status (e.g. pending: the approval "
           "inbox), counterparty (entity id, email or @handle) and time (since/until, RFC "
           "3339). Pages with next_cursor.",
-      .input_schema =
-          {{"type", "object"},
-           {"additionalProperties", false},
-           {"properties",
-            {{"decision_class", {{"enum", classes}}},
-             {"status", {{"enum", statuses}}},
-             {"counterparty",
-              {{"type", "string"}, {"minLength", 1}, {"maxLength", 320},
-               {"description", "Entity id, email, @handle or +phone."}}},
-             {"since", TimeSchema("Only decisions made at or after this time.")},
-             {"until", TimeSchema("Only decisions made before this time.")},
-             {"cursor", {{"type", "string"}, {"maxLength", 64},
-                         {"description", "next_cursor from the previous page."}}},
-             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits::kMaxDecisionPage},
-                        {"description", "Page size (default 20)."}}}}}},
+      .input_schema = {{"type", "object"},
+                       {"additionalProperties", false},
+                       {"properties",
+                        {{"decision_class", {{"enum", classes}}},
+                         {"status", {{"enum", statuses}}},
+                         {"counterparty",
+                          {{"type", "string"},
+                           {"minLength", 1},
+                           {"maxLength", 320},
+                           {"description", "Entity id, email, @handle or +phone."}}},
+                         {"since", TimeSchema("Only decisions made at or after this time.")},
+                         {"until", TimeSchema("Only decisions made before this time.")},
+                         {"cursor",
+                          {{"type", "string"},
+                           {"maxLength", 64},
+                           {"description", "next_cursor from the previous page."}}},
+                         {"limit",
+                          {{"type", "integer"},
+                           {"minimum", 1},
+                           {"maximum", limits::kMaxDecisionPage},
+                           {"description", "Page size (default 20)."}}}}}},
       .output_schema = {{"type", "object"},
                         {"required", {"decisions"}},
                         {"properties",
                          {{"decisions", {{"type", "array"}, {"items", item}}},
                           {"next_cursor", {{"type", "string"}}}}}},
-      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
-                      {"openWorldHint", false}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         DecisionFilter filter;
@@ -91,8 +96,8 @@ ToolDef DecisionListTool() {
           if (!args.contains(field)) continue;
           auto t = ParseTime(args[field].get<std::string>());
           if (!t.ok()) {
-            return ToolReply::Error("invalid_arguments", std::string("field '") + field +
-                                                             "': " + t.status().message());
+            return ToolReply::Error("invalid_arguments",
+                                    std::string("field '") + field + "': " + t.status().message());
           }
           (std::string(field) == "since" ? since : until) = *t;
         }
@@ -109,8 +114,9 @@ ToolDef DecisionListTool() {
           size_t dot = cursor.find('.');
           std::string last = cursor.substr(0, dot);
           if (dot == std::string::npos || !IsId(last, "dec_")) {
-            return ToolReply::Error("invalid_arguments", "field 'cursor': not a cursor from "
-                                                         "decision.list");
+            return ToolReply::Error("invalid_arguments",
+                                    "field 'cursor': not a cursor from "
+                                    "decision.list");
           }
           if (cursor.substr(dot + 1) != hash) {
             return ToolReply::Error("invalid_arguments",

@@ -43,8 +43,7 @@ ToolDef WhyThisNotificationTool() {
                   {{"kind", {{"type", "string"}}}, {"summary", {{"type", "string"}}}}}}}}},
              {"agent_version", {{"type", "string"}}},
              {"world_version", {{"type", "string"}}}}}},
-      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
-                      {"openWorldHint", false}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         const std::string id = args.at("notification_id");

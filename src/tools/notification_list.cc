@@ -28,14 +28,17 @@ ToolDef NotificationListTool() {
           "newest first; `next_transition` says when the next held batch surfaces and what is "
           "in it; `digest` lists what waits for the next daily digest. as_of defaults to now, "
           "since to 24 hours before as_of.",
-      .input_schema =
-          {{"type", "object"},
-           {"additionalProperties", false},
-           {"properties",
-            {{"as_of", TimeSchema("The moment to look from (RFC 3339; default now).")},
-             {"since", TimeSchema("Start of the due window (default as_of minus 24 hours).")},
-             {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", limits::kMaxNotificationsPerSection},
-                        {"description", "Most items per section (default 50)."}}}}}},
+      .input_schema = {{"type", "object"},
+                       {"additionalProperties", false},
+                       {"properties",
+                        {{"as_of", TimeSchema("The moment to look from (RFC 3339; default now).")},
+                         {"since",
+                          TimeSchema("Start of the due window (default as_of minus 24 hours).")},
+                         {"limit",
+                          {{"type", "integer"},
+                           {"minimum", 1},
+                           {"maximum", limits::kMaxNotificationsPerSection},
+                           {"description", "Most items per section (default 50)."}}}}}},
       .output_schema =
           {{"type", "object"},
            {"required", {"as_of", "due", "next_transition", "digest"}},
@@ -48,22 +51,22 @@ ToolDef NotificationListTool() {
              {"digest",
               {{"type", "object"},
                {"required", {"at", "notifications"}},
-               {"properties",
-                {{"at", {{"type", "string"}}}, {"notifications", section_list}}}}}}}},
-      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
-                      {"openWorldHint", false}},
+               {"properties", {{"at", {{"type", "string"}}}, {"notifications", section_list}}}}}}}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         TimePoint as_of = ctx.clock.Now();
         if (args.contains("as_of")) {
           auto t = ParseTime(args["as_of"].get<std::string>());
-          if (!t.ok()) return ToolReply::Error("invalid_arguments", "field 'as_of': " + t.status().message());
+          if (!t.ok())
+            return ToolReply::Error("invalid_arguments", "field 'as_of': " + t.status().message());
           as_of = *t;
         }
         TimePoint since = as_of - kDefaultDueWindow;
         if (args.contains("since")) {
           auto t = ParseTime(args["since"].get<std::string>());
-          if (!t.ok()) return ToolReply::Error("invalid_arguments", "field 'since': " + t.status().message());
+          if (!t.ok())
+            return ToolReply::Error("invalid_arguments", "field 'since': " + t.status().message());
           if (*t >= as_of) {
             return ToolReply::Error("invalid_arguments", "field 'since': must be before as_of");
           }
@@ -82,7 +85,8 @@ ToolDef NotificationListTool() {
             }
             return out;
           };
-          auto due = tx.ListNotifications(ws, std::nullopt, since, as_of, limit, /*newest_first=*/true);
+          auto due =
+              tx.ListNotifications(ws, std::nullopt, since, as_of, limit, /*newest_first=*/true);
           if (!due.ok()) return due.status();
           auto due_json = views(*due);
           if (!due_json.ok()) return due_json.status();

@@ -1,9 +1,8 @@
 // Helpers shared by the read tools: id schemas and JSON views of stored rows.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "store/model.h"
 #include "store/store.h"

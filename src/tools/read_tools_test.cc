@@ -33,23 +33,26 @@ class ReadToolsTest : public ::testing::Test {
   json Call(const std::string& tool, const json& args, bool expect_error = false) {
     ToolContext ctx{auth_, *store_, clock_, "trc_test", nullptr, [](json) {}};
     ToolReply r = registry_.Call(tool, args, ctx);
-    EXPECT_EQ(r.is_error(), expect_error) << tool << " " << args.dump() << " -> " << r.body().dump();
+    EXPECT_EQ(r.is_error(), expect_error)
+        << tool << " " << args.dump() << " -> " << r.body().dump();
     return r.body();
   }
 
   // The notification of the demo week's message with this external id.
   std::string NotificationFor(const std::string& external_id) {
     std::string id;
-    EXPECT_TRUE(store_->Read([&](ReadTx& tx) {
-      auto ep = tx.FindEpisodeByExternalId(ws_.id, external_id);
-      if (!ep.ok()) return ep.status();
-      DecisionFilter f;
-      f.decision_class = "triage";
-      for (const Decision& d : *tx.ListDecisions(ws_.id, f, 1000)) {
-        if (d.source_episode_ids.at(0) == ep->id) id = *d.notification_id;
-      }
-      return Status::Ok();
-    }).ok());
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      auto ep = tx.FindEpisodeByExternalId(ws_.id, external_id);
+                      if (!ep.ok()) return ep.status();
+                      DecisionFilter f;
+                      f.decision_class = "triage";
+                      for (const Decision& d : *tx.ListDecisions(ws_.id, f, 1000)) {
+                        if (d.source_episode_ids.at(0) == ep->id) id = *d.notification_id;
+                      }
+                      return Status::Ok();
+                    })
+                    .ok());
     EXPECT_FALSE(id.empty()) << external_id;
     return id;
   }
@@ -64,7 +67,8 @@ class ReadToolsTest : public ::testing::Test {
 
 TEST_F(ReadToolsTest, SeedExampleVipDuringDeepWork) {
   // Sarah (VIP), Tue 24 Nov 10:15, during the 09:00-11:00 "deep work" block.
-  json why = Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0113")}});
+  json why =
+      Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0113")}});
   EXPECT_EQ(why["triage_class"], "surface_at_transition");
   EXPECT_EQ(why["rule_summary"],
             "Surface emails from VIP counterparties at the next focus-block break.");
@@ -81,7 +85,8 @@ TEST_F(ReadToolsTest, SeedExampleVipDuringDeepWork) {
 }
 
 TEST_F(ReadToolsTest, MarcusOnTuesdayIsAStrongPattern) {
-  json why = Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0115")}});
+  json why =
+      Call("meta.why_this_notification", {{"notification_id", NotificationFor("demo-0115")}});
   EXPECT_EQ(why["triage_class"], "interrupt_now");
   EXPECT_EQ(why["confidence"], "strong_pattern");
   EXPECT_EQ(why["rule_summary"],
@@ -142,8 +147,8 @@ TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
   EXPECT_EQ(view["next_transition"]["at"], "2026-11-24T11:00:00Z");
   EXPECT_EQ(view["next_transition"]["notifications"][0]["counterparty"]["name"], "Sarah Chen");
   EXPECT_EQ(view["digest"]["at"], "2026-11-24T17:00:00Z");
-  json later = Call("notification.list", {{"as_of", "2026-11-24T11:00:00Z"},
-                                          {"since", "2026-11-24T10:59:00Z"}});
+  json later = Call("notification.list",
+                    {{"as_of", "2026-11-24T11:00:00Z"}, {"since", "2026-11-24T10:59:00Z"}});
   ASSERT_EQ(later["due"].size(), 1u);
   EXPECT_EQ(later["due"][0]["triage_class"], "surface_at_transition");
   json friday = Call("notification.list", {{"as_of", "2026-11-27T16:00:00Z"}});
@@ -158,9 +163,11 @@ TEST_F(ReadToolsTest, BadInputIsAClearToolError) {
   auto error = [&](const std::string& tool, const json& args) {
     return Call(tool, args, /*expect_error=*/true);
   };
-  EXPECT_EQ(error("meta.why_this_notification", {{"notification_id", "ntf_01M8PS06M053VVFGPPNAWWM0AA"}})["error"],
+  EXPECT_EQ(error("meta.why_this_notification",
+                  {{"notification_id", "ntf_01M8PS06M053VVFGPPNAWWM0AA"}})["error"],
             "not_found");
-  json wrong_kind = error("meta.why_this_notification", {{"notification_id", "ep_01M8PS06M053VVFGPPNAWWM0AA"}});
+  json wrong_kind =
+      error("meta.why_this_notification", {{"notification_id", "ep_01M8PS06M053VVFGPPNAWWM0AA"}});
   EXPECT_EQ(wrong_kind["error"], "invalid_arguments");
   EXPECT_NE(wrong_kind["message"].get<std::string>().find("notification_id"), std::string::npos);
   EXPECT_EQ(error("decision.inspect", {{"decision_id", std::string(5000, 'x')}})["error"],
@@ -169,15 +176,19 @@ TEST_F(ReadToolsTest, BadInputIsAClearToolError) {
             "not_found");
   EXPECT_EQ(error("decision.list", {{"cursor", "garbage"}})["error"], "invalid_arguments");
   json first = Call("decision.list", {{"limit", 1}});
-  EXPECT_EQ(error("decision.list", {{"cursor", first["next_cursor"]}, {"status", "recorded"}})["error"],
-            "invalid_arguments");  // a cursor continues only its own query
-  EXPECT_EQ(error("decision.list", {{"since", "2026-11-25T00:00:00Z"}, {"until", "2026-11-24T00:00:00Z"}})["error"],
+  EXPECT_EQ(
+      error("decision.list", {{"cursor", first["next_cursor"]}, {"status", "recorded"}})["error"],
+      "invalid_arguments");  // a cursor continues only its own query
+  EXPECT_EQ(error("decision.list",
+                  {{"since", "2026-11-25T00:00:00Z"}, {"until", "2026-11-24T00:00:00Z"}})["error"],
             "invalid_arguments");
   EXPECT_EQ(error("decision.list", {{"since", "yesterday"}})["error"], "invalid_arguments");
   EXPECT_EQ(error("decision.list", {{"limit", 1000}})["error"], "invalid_arguments");
   EXPECT_EQ(error("decision.list", {{"decision_class", "gossip"}})["error"], "invalid_arguments");
-  EXPECT_EQ(error("decision.list", {{"counterparty", "nobody@nowhere.example"}})["error"], "not_found");
-  EXPECT_EQ(error("notification.list", {{"as_of", "2026-11-24T10:00:00Z"}, {"since", "2026-11-25T10:00:00Z"}})["error"],
+  EXPECT_EQ(error("decision.list", {{"counterparty", "nobody@nowhere.example"}})["error"],
+            "not_found");
+  EXPECT_EQ(error("notification.list",
+                  {{"as_of", "2026-11-24T10:00:00Z"}, {"since", "2026-11-25T10:00:00Z"}})["error"],
             "invalid_arguments");
 }
 
@@ -188,25 +199,28 @@ TEST_F(ReadToolsTest, AnotherWorkspacesIdsAreNotFound) {
   Workspace other = *EnsureWorkspace(*store_, clock_, "other");
   AuthContext intruder{other.id, other.name, "tok2", kScopeRead};
   ToolContext ctx{intruder, *store_, clock_, "trc_x", nullptr, [](json) {}};
-  EXPECT_EQ(registry_.Call("meta.why_this_notification", {{"notification_id", ntf}}, ctx).body()["error"],
+  EXPECT_EQ(
+      registry_.Call("meta.why_this_notification", {{"notification_id", ntf}}, ctx).body()["error"],
+      "not_found");
+  EXPECT_EQ(registry_.Call("decision.inspect", {{"decision_id", dec}}, ctx).body()["error"],
             "not_found");
-  EXPECT_EQ(registry_.Call("decision.inspect", {{"decision_id", dec}}, ctx).body()["error"], "not_found");
   EXPECT_TRUE(registry_.Call("decision.list", json::object(), ctx).body()["decisions"].empty());
   EXPECT_TRUE(registry_.Call("notification.list", {{"as_of", "2026-11-24T10:20:00Z"}}, ctx)
-                  .body()["next_transition"].is_null());
+                  .body()["next_transition"]
+                  .is_null());
 }
 
 TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((store_.dir() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY,
-                            nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_open_v2((store_.dir() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+      SQLITE_OK);
   auto plan = [&](const char* sql) {
     std::string out;
     sqlite3_stmt* s = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, (std::string("EXPLAIN QUERY PLAN ") + sql).c_str(), -1, &s,
-                                 nullptr),
-              SQLITE_OK);
+    EXPECT_EQ(
+        sqlite3_prepare_v2(db, (std::string("EXPLAIN QUERY PLAN ") + sql).c_str(), -1, &s, nullptr),
+        SQLITE_OK);
     while (sqlite3_step(s) == SQLITE_ROW) {
       out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
       out += "\n";
@@ -220,7 +234,8 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   std::string why = plan("SELECT * FROM notifications WHERE id = 'ntf_x' AND workspace_id = 'ws'");
   EXPECT_NE(why.find("(id=?)"), std::string::npos) << why;
   std::string list = plan(
-      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' ORDER BY id DESC LIMIT 20");
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' ORDER BY id DESC "
+      "LIMIT 20");
   EXPECT_NE(list.find("USING INDEX decisions_by_class"), std::string::npos) << list;
   EXPECT_EQ(list.find("TEMP B-TREE"), std::string::npos) << list;  // no sort step
   sqlite3_close(db);

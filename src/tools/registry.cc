@@ -9,22 +9,23 @@ using nlohmann::json;
 namespace {
 
 const json& ErrorBodySchema() {
-  static const json schema = {
-      {"type", "object"},
-      {"required", {"status", "error", "message"}},
-      {"properties",
-       {{"status", {{"const", "error"}}},
-        {"error", {{"type", "string"}}},
-        {"message", {{"type", "string"}}}}}};
+  static const json schema = {{"type", "object"},
+                              {"required", {"status", "error", "message"}},
+                              {"properties",
+                               {{"status", {{"const", "error"}}},
+                                {"error", {{"type", "string"}}},
+                                {"message", {{"type", "string"}}}}}};
   return schema;
 }
 
 }  // namespace
 
 Status ToolRegistry::Add(ToolDef def) {
-  if (Has(def.name)) return Status::InvalidArgument("tool '" + def.name + "' is already registered");
+  if (Has(def.name))
+    return Status::InvalidArgument("tool '" + def.name + "' is already registered");
   auto input = JsonSchema::Compile(def.input_schema);
-  if (!input.ok()) return Status::InvalidArgument(def.name + " inputSchema: " + input.status().message());
+  if (!input.ok())
+    return Status::InvalidArgument(def.name + " inputSchema: " + input.status().message());
   std::optional<JsonSchema> output;
   if (!def.output_schema.is_null()) {
     auto compiled = JsonSchema::Compile(def.output_schema);
@@ -33,8 +34,8 @@ Status ToolRegistry::Add(ToolDef def) {
     }
     output = std::move(*compiled);
   }
-  json entry{{"name", def.name}, {"description", def.description},
-             {"inputSchema", def.input_schema}};
+  json entry{
+      {"name", def.name}, {"description", def.description}, {"inputSchema", def.input_schema}};
   if (!def.title.empty()) entry["title"] = def.title;
   if (!def.output_schema.is_null()) {
     // A tool error is also a result with structuredContent (the error body), and some
@@ -62,8 +63,8 @@ ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolCont
   if (entry == nullptr) return ToolReply::Error("invalid_arguments", "unknown tool " + name);
   if (!ctx.auth.Has(entry->def.scope)) {
     return ToolReply::Error("unauthorized", "this token lacks the '" +
-                                                FormatScopes(entry->def.scope) +
-                                                "' scope that " + name + " needs");
+                                                FormatScopes(entry->def.scope) + "' scope that " +
+                                                name + " needs");
   }
   Status valid = entry->input.Validate(args);
   if (!valid.ok()) return ToolReply::Error("invalid_arguments", valid.message());

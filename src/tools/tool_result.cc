@@ -1,5 +1,6 @@
-#include "core/json_text.h"
 #include "tools/tool_result.h"
+
+#include "core/json_text.h"
 
 namespace cortex {
 

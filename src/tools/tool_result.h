@@ -4,10 +4,9 @@
 // {"status":"error","error":CODE,"message":...}.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 

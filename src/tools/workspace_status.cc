@@ -13,23 +13,22 @@ ToolDef WorkspaceStatusTool() {
       .description =
           "Returns the workspace this token belongs to, its current world_version and "
           "agent_version, and how many entities and episodes its world model holds.",
-      .input_schema = {{"type", "object"}, {"properties", json::object()},
+      .input_schema = {{"type", "object"},
+                       {"properties", json::object()},
                        {"additionalProperties", false}},
-      .output_schema =
-          {{"type", "object"},
-           {"required",
-            {"workspace", "workspace_id", "world_version", "agent_version", "entities",
-             "episodes", "scopes"}},
-           {"properties",
-            {{"workspace", {{"type", "string"}}},
-             {"workspace_id", {{"type", "string"}}},
-             {"world_version", {{"type", "string"}}},
-             {"agent_version", {{"type", "string"}}},
-             {"entities", {{"type", "integer"}}},
-             {"episodes", {{"type", "integer"}}},
-             {"scopes", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}},
-      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true},
-                      {"openWorldHint", false}},
+      .output_schema = {{"type", "object"},
+                        {"required",
+                         {"workspace", "workspace_id", "world_version", "agent_version", "entities",
+                          "episodes", "scopes"}},
+                        {"properties",
+                         {{"workspace", {{"type", "string"}}},
+                          {"workspace_id", {{"type", "string"}}},
+                          {"world_version", {{"type", "string"}}},
+                          {"agent_version", {{"type", "string"}}},
+                          {"entities", {{"type", "integer"}}},
+                          {"episodes", {{"type", "integer"}}},
+                          {"scopes", {{"type", "array"}, {"items", {{"type", "string"}}}}}}}},
+      .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json&) -> ToolReply {
         json body;
@@ -42,9 +41,12 @@ ToolDef WorkspaceStatusTool() {
           for (Scope s : {kScopeRead, kScopeAct, kScopeAdmin}) {
             if (ctx.auth.Has(s)) scopes.push_back(FormatScopes(s));
           }
-          body = {{"workspace", ws->name},          {"workspace_id", ws->id},
-                  {"world_version", ws->world_version}, {"agent_version", ws->agent_version},
-                  {"entities", counts->entities},     {"episodes", counts->episodes},
+          body = {{"workspace", ws->name},
+                  {"workspace_id", ws->id},
+                  {"world_version", ws->world_version},
+                  {"agent_version", ws->agent_version},
+                  {"entities", counts->entities},
+                  {"episodes", counts->episodes},
                   {"scopes", scopes}};
           return Status::Ok();
         });

@@ -1,9 +1,9 @@
-#include "core/json_text.h"
 #include "transport/http_router.h"
 
 #include <algorithm>
 #include <cctype>
 
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "engines/ingest.h"
 #include "protocol/jsonrpc.h"
@@ -71,11 +71,16 @@ std::string SseEvent(const json& message) {
 
 int StatusFor(Disposition d) {
   switch (d) {
-    case Disposition::kReply: return 200;
-    case Disposition::kAccepted: return 202;
-    case Disposition::kRejected: return 400;
-    case Disposition::kUnknownMethod: return 404;
-    case Disposition::kUnknownSession: return 404;
+    case Disposition::kReply:
+      return 200;
+    case Disposition::kAccepted:
+      return 202;
+    case Disposition::kRejected:
+      return 400;
+    case Disposition::kUnknownMethod:
+      return 404;
+    case Disposition::kUnknownSession:
+      return 404;
   }
   return 500;
 }
@@ -152,8 +157,8 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
     reject->headers.emplace_back("WWW-Authenticate", kAuthChallenge);
   } else if (AsciiLower(header->substr(0, 7)) != "bearer ") {
     *reject = Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
-    reject->headers.emplace_back("WWW-Authenticate", std::string(kAuthChallenge) +
-                                                         ", error=\"invalid_request\"");
+    reject->headers.emplace_back("WWW-Authenticate",
+                                 std::string(kAuthChallenge) + ", error=\"invalid_request\"");
   } else {
     auto ctx = cortex::Authenticate(store_, header->substr(7));
     if (ctx.ok()) {
@@ -167,9 +172,9 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
       return false;
     }
     *reject = Problem(401, "unauthorized", "invalid token: " + ctx.status().message());
-    reject->headers.emplace_back(
-        "WWW-Authenticate", std::string(kAuthChallenge) + ", error=\"invalid_token\", " +
-                                "error_description=\"" + ctx.status().message() + "\"");
+    reject->headers.emplace_back("WWW-Authenticate",
+                                 std::string(kAuthChallenge) + ", error=\"invalid_token\", " +
+                                     "error_description=\"" + ctx.status().message() + "\"");
   }
   log.status = "unauthorized";
   return false;
@@ -189,7 +194,8 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   log.status = "ok";
 
   if (path == "/healthz") {
-    if (req.method != "GET" && req.method != "HEAD") return Problem(405, "method_not_allowed", "use GET");
+    if (req.method != "GET" && req.method != "HEAD")
+      return Problem(405, "method_not_allowed", "use GET");
     return Json(200, {{"status", "ok"}});
   }
   if (path == "/metrics") {
@@ -364,7 +370,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
     log.status = CodeName(report.status().code());
     int status = report.status().code() == Code::kInvalidArgument ? 400
                  : report.status().code() == Code::kUnavailable   ? 503
-                                                                   : 500;
+                                                                  : 500;
     return Problem(status, CodeName(report.status().code()), report.status().message());
   }
   return Json(200, {{"status", "ok"},

@@ -16,8 +16,8 @@
 namespace cortex {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // path and query, e.g. "/mcp"
+  std::string method;                                        // "GET", "POST", ...
+  std::string target;                                        // path and query, e.g. "/mcp"
   std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
   std::string body;
 
@@ -28,7 +28,7 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type/Length
-  std::string content_type;  // empty when there is no body
+  std::string content_type;                                  // empty when there is no body
   std::string body;
   // GET /mcp: after the headers, keep the connection open as a server-to-client event
   // stream for session `stream_session` until the session ends or the server stops.

@@ -25,9 +25,11 @@ class HttpRouterTest : public ::testing::Test {
   }
 
   HttpRequest Post(const std::string& target, std::string body, const std::string& token) {
-    HttpRequest r{"POST", target, {{"host", "127.0.0.1:8787"},
-                                    {"content-type", "application/json"},
-                                    {"accept", "application/json, text/event-stream"}},
+    HttpRequest r{"POST",
+                  target,
+                  {{"host", "127.0.0.1:8787"},
+                   {"content-type", "application/json"},
+                   {"accept", "application/json, text/event-stream"}},
                   std::move(body)};
     if (!token.empty()) r.headers.emplace_back("authorization", "Bearer " + token);
     return r;
@@ -120,9 +122,10 @@ TEST_F(HttpRouterTest, SseOnlyClientsGetAnEventStream) {
 }
 
 TEST_F(HttpRouterTest, StatelessUnknownMethodIs404) {
-  HttpRequest r = Post("/mcp",
-                       R"({"jsonrpc":"2.0","id":1,"method":"nope","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
-                       token_);
+  HttpRequest r = Post(
+      "/mcp",
+      R"({"jsonrpc":"2.0","id":1,"method":"nope","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
+      token_);
   r.headers.emplace_back("mcp-protocol-version", "2026-07-28");
   r.headers.emplace_back("mcp-method", "nope");
   HttpResponse res = Send(r);
@@ -132,9 +135,12 @@ TEST_F(HttpRouterTest, StatelessUnknownMethodIs404) {
 
 TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
   std::string sid = *Find(Send(Post("/mcp", Initialize(), token_)), "Mcp-Session-Id");
-  HttpRequest get{"GET", "/mcp", {{"authorization", "Bearer " + token_},
-                                   {"accept", "text/event-stream"},
-                                   {"mcp-session-id", sid}}, ""};
+  HttpRequest get{"GET",
+                  "/mcp",
+                  {{"authorization", "Bearer " + token_},
+                   {"accept", "text/event-stream"},
+                   {"mcp-session-id", sid}},
+                  ""};
   HttpResponse stream = Send(get);
   EXPECT_EQ(stream.status, 200);
   EXPECT_TRUE(stream.open_stream);
@@ -201,10 +207,12 @@ TEST_F(HttpRouterTest, ClientsCannotMintMetricKeys) {
   RequestLog log;
   router_->Handle(HttpRequest{"GET", "/random-path-12345", {}, ""}, log);
   EXPECT_EQ(log.route, "GET other");
-  router_->Handle(Post("/mcp",
-                       R"({"jsonrpc":"2.0","id":1,"method":"made/up/123","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
-                       token_),
-                  log);
+  router_->Handle(
+      Post(
+          "/mcp",
+          R"({"jsonrpc":"2.0","id":1,"method":"made/up/123","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}})",
+          token_),
+      log);
   EXPECT_EQ(log.method, "other");
 }
 

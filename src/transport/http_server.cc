@@ -1,8 +1,11 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
 // connection runs on its own strand, and the request handler (HttpRouter) does no I/O.
-#include "core/json_text.h"
 #include "transport/http_server.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -10,16 +13,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/spdlog.h>
-
-#include <algorithm>
-#include <atomic>
-#include <limits>
 #include <cctype>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "transport/flood_guard.h"
 
@@ -34,9 +34,12 @@ class Connection;
 
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
-      : router(r), metrics(m), options(std::move(o)),
+      : router(r),
+        metrics(m),
+        options(std::move(o)),
         flood(options.http.flood_rate, options.http.flood_burst, limits::kMaxFloodAddresses),
-        acceptor(ioc), grace_timer(ioc) {
+        acceptor(ioc),
+        grace_timer(ioc) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
       workers.push_back(std::make_unique<net::io_context>(1));
       work.push_back(net::make_work_guard(*workers.back()));
@@ -67,9 +70,7 @@ struct HttpServer::Impl {
   std::vector<std::weak_ptr<Connection>> conns;
 };
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -193,11 +194,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     server_.metrics.Record(log.method.empty() ? log.route : log.method, log.tool, log.status,
                            seconds);
     // One line per request; never a token or a body.
-    spdlog::info("request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
-                 "trace_id={}",
-                 log.route, log.method.empty() ? "-" : log.method,
-                 log.tool.empty() ? "-" : log.tool, log.status, res.status, seconds * 1000,
-                 log.trace_id.empty() ? "-" : log.trace_id);
+    spdlog::info(
+        "request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
+        "trace_id={}",
+        log.route, log.method.empty() ? "-" : log.method, log.tool.empty() ? "-" : log.tool,
+        log.status, res.status, seconds * 1000, log.trace_id.empty() ? "-" : log.trace_id);
     Send(std::move(res), keep_alive);
   }
 
@@ -231,11 +232,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     r.status = 429;
     r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
     r.content_type = "application/json";
-    r.body = DumpJson(nlohmann::json{
-        {"status", "error"},
-        {"error", "rate_limited"},
-        {"message", "Too many requests from this address; retry in " +
-                        std::to_string(retry_after_s) + " s."}});
+    r.body = DumpJson(nlohmann::json{{"status", "error"},
+                                     {"error", "rate_limited"},
+                                     {"message", "Too many requests from this address; retry in " +
+                                                     std::to_string(retry_after_s) + " s."}});
     Send(std::move(r), false);
   }
 
@@ -243,7 +243,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpResponse r;
     r.status = status;
     r.content_type = "application/json";
-    r.body = DumpJson(nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}});
+    r.body =
+        DumpJson(nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}});
     Send(std::move(r), false);
   }
 
@@ -252,8 +253,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OpenStream(HttpResponse res) {
     streaming_ = true;
     session_ = res.stream_session;
-    std::string head = "HTTP/1.1 200 OK\r\nServer: cortex\r\nContent-Type: text/event-stream\r\n"
-                       "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n";
+    std::string head =
+        "HTTP/1.1 200 OK\r\nServer: cortex\r\nContent-Type: text/event-stream\r\n"
+        "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n";
     for (auto& [k, v] : res.headers) head += k + ": " + v + "\r\n";
     head += "\r\n";
     WriteStream(std::move(head));
@@ -420,8 +422,6 @@ void HttpServer::Run() {
   for (auto& t : threads) t.join();
 }
 
-void HttpServer::Stop() {
-  impl_->BeginStop();
-}
+void HttpServer::Stop() { impl_->BeginStop(); }
 
 }  // namespace cortex

@@ -1,4 +1,3 @@
-#include "core/json_text.h"
 #include "transport/stdio.h"
 
 #include <spdlog/spdlog.h>
@@ -6,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "protocol/jsonrpc.h"
 
@@ -31,8 +31,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     if (line.size() > limits::kMaxStdioLineBytes) {
       res.body = rpc::MakeError(nullptr, {rpc::kInvalidRequest,
                                           "Invalid Request: message exceeds " +
-                                              std::to_string(limits::kMaxStdioLineBytes) +
-                                              " bytes",
+                                              std::to_string(limits::kMaxStdioLineBytes) + " bytes",
                                           {}});
       res.status = "invalid_request";
     } else {
