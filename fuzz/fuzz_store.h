@@ -2,6 +2,8 @@
 // (fsync is free there), with the demo workspace loaded, removed when the process exits.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>

@@ -255,7 +255,7 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != value.size() || *limit < 0 || *limit > kMaxQuotaValue) {
+    if (!limit || used != value.size() || *limit < 0 || *limit > kMaxQuotaValue) {
       return Fail(Status::InvalidArgument("value must be a whole number from 0 to " +
                                           std::to_string(kMaxQuotaValue) + ", or 'default'"));
     }

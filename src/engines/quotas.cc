@@ -72,19 +72,6 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
   return std::optional<QuotaExceeded>();
 }
 
-std::optional<QuotaExceeded> CallQuotas::Check(Counters& c, int64_t per_minute, int64_t per_day,
-                                               const char* minute_name, const char* day_name,
-                                               int64_t minute, int64_t day, int minute_left,
-                                               int day_left) {
-  // A window that has moved on starts from zero.
-  if (c.minute.start != minute) c.minute = {minute, 0};
-  if (c.day.start != day) c.day = {day, 0};
-  // When both are reached, the day's reset is the one worth waiting for.
-  if (c.day.count >= per_day) return QuotaExceeded{day_name, per_day, day_left};
-  if (c.minute.count >= per_minute) return QuotaExceeded{minute_name, per_minute, minute_left};
-  return std::nullopt;
-}
-
 std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std::string& token,
                                                const QuotaLimits& limits, int utc_offset_minutes) {
   int64_t now_ms = ToUnixMillis(clock_.Now());
@@ -97,14 +84,23 @@ std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std:
   std::lock_guard<std::mutex> lock(mu_);
   Counters& w = workspaces_[ws];
   Counters& t = tokens_[token];
-  if (auto over = Check(t, limits.token_calls_per_minute, limits.token_calls_per_day,
-                        "token_calls_per_minute", "token_calls_per_day", minute, day, minute_left,
-                        day_left)) {
-    return over;
+  for (Counters* c : {&w, &t}) {  // a window that has moved on starts from zero
+    if (c->minute.start != minute) c->minute = {minute, 0};
+    if (c->day.start != day) c->day = {day, 0};
   }
-  if (auto over = Check(w, limits.calls_per_minute, limits.calls_per_day, "calls_per_minute",
-                        "calls_per_day", minute, day, minute_left, day_left)) {
-    return over;
+  // Days first: when a day and a minute are both spent, the day's reset is the one worth
+  // waiting for.
+  if (t.day.count >= limits.token_calls_per_day) {
+    return QuotaExceeded{"token_calls_per_day", limits.token_calls_per_day, day_left};
+  }
+  if (w.day.count >= limits.calls_per_day) {
+    return QuotaExceeded{"calls_per_day", limits.calls_per_day, day_left};
+  }
+  if (t.minute.count >= limits.token_calls_per_minute) {
+    return QuotaExceeded{"token_calls_per_minute", limits.token_calls_per_minute, minute_left};
+  }
+  if (w.minute.count >= limits.calls_per_minute) {
+    return QuotaExceeded{"calls_per_minute", limits.calls_per_minute, minute_left};
   }
   ++t.minute.count;
   ++t.day.count;

@@ -86,10 +86,6 @@ class CallQuotas {
   struct Counters {
     Window minute, day;
   };
-  std::optional<QuotaExceeded> Check(Counters& c, int64_t per_minute, int64_t per_day,
-                                     const char* minute_name, const char* day_name, int64_t minute,
-                                     int64_t day, int minute_left, int day_left);
-
   const Clock& clock_;
   std::mutex mu_;
   std::unordered_map<std::string, Counters> workspaces_;

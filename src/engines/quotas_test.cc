@@ -106,6 +106,21 @@ TEST(CallQuotasTest, WestOfUtcTheDayEndsAfterUtcMidnight) {
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, -300));
 }
 
+TEST(CallQuotasTest, ASpentDayIsNamedBeforeASpentMinuteWhoeverSpentThem) {
+  FixedClock clock(At("2026-06-10T12:00:30Z"));
+  CallQuotas quotas(clock);
+  QuotaLimits q = Wide();
+  q.token_calls_per_minute = 2;
+  q.calls_per_day = 2;
+  EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 0));
+  EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 0));
+  // tok_1's minute and the workspace's day are both spent: waiting 30 s would not help.
+  auto over = quotas.Admit("ws_a", "tok_1", q, 0);
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->quota, "calls_per_day");
+  EXPECT_EQ(over->retry_after_s, 12 * 3600 - 30);
+}
+
 TEST(LocalDayTest, NamesTheLocalDateAndTheSecondsLeft) {
   LocalDay d = LocalDayOf(At("2026-06-10T23:30:00Z"), 60);
   EXPECT_EQ(d.day, "2026-06-11");

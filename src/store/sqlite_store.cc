@@ -1198,7 +1198,16 @@ class SqliteStore final : public Store {
       batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       lock.unlock();
-      RunBatch(batch);
+      try {
+        RunBatch(batch);
+      } catch (...) {
+        // Only SQLite's own statements can throw here (out of memory): never leave the
+        // writer inside a transaction or the queue without a leader.
+        (void)writer_->Exec("ROLLBACK");
+        for (PendingWrite* w : batch) {
+          if (w->result.ok()) w->result = Status::Internal("write failed");
+        }
+      }
       lock.lock();
       leading_ = false;
       for (PendingWrite* w : batch) w->done = true;
@@ -1254,9 +1263,8 @@ class SqliteStore final : public Store {
         }
         return;
       }
-      if (w->result.ok()) {
-        w->result = writer_->Run("RELEASE w");
-      } else {
+      if (w->result.ok()) w->result = writer_->Run("RELEASE w");
+      if (!w->result.ok()) {
         (void)writer_->Run("ROLLBACK TO w");
         (void)writer_->Run("RELEASE w");
       }

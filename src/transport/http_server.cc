@@ -1,15 +1,17 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
-// connection runs on its own strand, and the request handler (HttpRouter) does no I/O.
+// connection runs on one worker thread's io_context, and the request handler (HttpRouter)
+// does no I/O.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -68,9 +70,14 @@ struct HttpServer::Impl {
   std::atomic<size_t> live{0};
   std::mutex conns_mu;
   std::vector<std::weak_ptr<Connection>> conns;
-};
 
-namespace {}  // namespace
+  // Connections still held by a worker (after a grace-period cutoff) are destroyed with
+  // it and report to `live`: destroy the workers while everything else is still here.
+  ~Impl() {
+    work.clear();
+    workers.clear();
+  }
+};
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -140,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Send(HttpRouter::TooLarge(req.target()), /*keep_alive=*/false);
     }
     parser_->body_limit(limit);
-    stream_.expires_after(server_.options.http.read_timeout);
+    // The deadline set when the request's first byte arrived covers the body too.
     if (AsciiLower(req[http::field::expect]) == "100-continue") {
       auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*msg),

@@ -20,10 +20,16 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     auto current = authenticate();
-    if (!current.ok()) {
+    if (!current.ok() && current.status().code() == Code::kUnauthorized) {
       spdlog::error("CORTEX_TOKEN: {}; stopping", current.status().message());
       if (session) server.EndSession(*session, auth);
       return 1;
+    }
+    if (!current.ok()) {  // the store is failing, not the token: refuse this message only
+      spdlog::error("authentication failed: {}", current.status().message());
+      out << DumpJson(rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}})) << '\n';
+      out.flush();
+      continue;
     }
     auth = *std::move(current);
     auto start = std::chrono::steady_clock::now();
