@@ -345,8 +345,9 @@ class TestEdges(unittest.TestCase, RpcAsserts):
         return text[:-1] + b" " * (size - len(text)) + b"}"
 
     def _post_raw_ingest(self, body):
+        # Batches of up to 32 MiB / 100,000 lines: minutes, not seconds, under the sanitizers.
         return req(self.port, "POST", "/v1/episodes", body=body, token=self.token,
-                   headers={"Content-Type": "application/x-ndjson"})
+                   headers={"Content-Type": "application/x-ndjson"}, timeout=300)
 
     def test_ingest_line_exactly_64kib_is_accepted(self):
         before = status_of(self, self.port, self.token)
