@@ -17,6 +17,18 @@ int SecondsUntil(int64_t now_ms, int64_t end_ms) {
   return static_cast<int>(std::max<int64_t>(1, (end_ms - now_ms + 999) / 1000));
 }
 
+// The window of length `len_ms` holding `ms` (shifted by `offset_ms` for a local day): its
+// number and the whole seconds left in it.
+struct Window {
+  int64_t number;
+  int seconds_left;
+};
+Window WindowOf(int64_t ms, int64_t len_ms, int64_t offset_ms = 0) {
+  int64_t local = ms + offset_ms;
+  int64_t number = FloorDiv(local, len_ms);
+  return {number, SecondsUntil(local, (number + 1) * len_ms)};
+}
+
 }  // namespace
 
 const QuotaField* FindQuota(const std::string& name) {
@@ -43,10 +55,8 @@ std::string QuotaExceeded::Message(const char* what) const {
 }
 
 LocalDay LocalDayOf(TimePoint now, int utc_offset_minutes) {
-  int64_t local_ms = ToUnixMillis(now) + int64_t{utc_offset_minutes} * kMinuteMs;
-  int64_t day_start = FloorDiv(local_ms, kDayMs) * kDayMs;
-  return {FormatTime(FromUnixMillis(day_start)).substr(0, 10),
-          SecondsUntil(local_ms, day_start + kDayMs)};
+  Window day = WindowOf(ToUnixMillis(now), kDayMs, int64_t{utc_offset_minutes} * kMinuteMs);
+  return {FormatTime(FromUnixMillis(day.number * kDayMs)).substr(0, 10), day.seconds_left};
 }
 
 Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::string& ws,
@@ -75,11 +85,8 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
 std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std::string& token,
                                                const QuotaLimits& limits, int utc_offset_minutes) {
   int64_t now_ms = ToUnixMillis(clock_.Now());
-  int64_t local_ms = now_ms + int64_t{utc_offset_minutes} * kMinuteMs;
-  int64_t minute = FloorDiv(now_ms, kMinuteMs);
-  int64_t day = FloorDiv(local_ms, kDayMs);
-  int minute_left = SecondsUntil(now_ms, (minute + 1) * kMinuteMs);
-  int day_left = SecondsUntil(local_ms, (day + 1) * kDayMs);
+  auto [minute, minute_left] = WindowOf(now_ms, kMinuteMs);
+  auto [day, day_left] = WindowOf(now_ms, kDayMs, int64_t{utc_offset_minutes} * kMinuteMs);
 
   std::lock_guard<std::mutex> lock(mu_);
   Counters& w = workspaces_[ws];

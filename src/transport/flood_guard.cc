@@ -15,15 +15,17 @@ int FloodGuard::Admit(const std::string& address, Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = buckets_.find(address);
   if (it == buckets_.end()) {
-    if (buckets_.size() >= max_addresses_) {
-      // Forget the addresses whose buckets have refilled: they are owed nothing.
+    if (buckets_.size() >= max_addresses_ && now - last_sweep_ >= std::chrono::seconds(1)) {
+      // Forget the addresses whose buckets have refilled: they are owed nothing. At most
+      // once a second, so that a wide flood does not buy a full scan per request.
+      last_sweep_ = now;
       std::erase_if(buckets_, [&](const auto& kv) {
         double idle = std::chrono::duration<double>(now - kv.second.at).count();
         return kv.second.tokens + idle * rate_ >= burst_;
       });
-      // Still full: a wide flood. Refuse newcomers rather than grow without bound.
-      if (buckets_.size() >= max_addresses_) return 1;
     }
+    // Still full: a wide flood. Refuse newcomers rather than grow without bound.
+    if (buckets_.size() >= max_addresses_) return 1;
     it = buckets_.emplace(address, Bucket{burst_, now}).first;
   }
   Bucket& b = it->second;

@@ -33,6 +33,7 @@ class FloodGuard {
   size_t max_addresses_;
   std::mutex mu_;
   std::unordered_map<std::string, Bucket> buckets_;
+  Clock::time_point last_sweep_{};  // when full, refilled buckets are swept at most 1/s
 };
 
 }  // namespace cortex

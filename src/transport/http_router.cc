@@ -25,10 +25,6 @@ HttpResponse Json(int status, const json& body) {
 }
 
 // A plain (non-JSON-RPC) error body for routes outside MCP.
-HttpResponse Problem(int status, const std::string& code, const std::string& message) {
-  return Json(status, {{"status", "error"}, {"error", code}, {"message", message}});
-}
-
 // A JSON-RPC error with no id, for refusals that happen before the message is read.
 HttpResponse RpcProblem(int status, int code, const std::string& message) {
   return Json(status, rpc::MakeError(nullptr, rpc::Error{code, message, {}}));
@@ -86,6 +82,10 @@ int StatusFor(Disposition d) {
 }
 
 }  // namespace
+
+HttpResponse HttpRouter::Problem(int status, const std::string& code, const std::string& message) {
+  return Json(status, {{"status", "error"}, {"error", code}, {"message", message}});
+}
 
 const std::string* HttpRequest::Header(std::string_view name) const {
   for (const auto& [k, v] : headers) {

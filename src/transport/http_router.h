@@ -73,6 +73,8 @@ class HttpRouter {
   // The answer for a request to `target` whose body exceeded its limit (the transport
   // stops reading).
   static HttpResponse TooLarge(std::string_view target);
+  // An error outside JSON-RPC: {"status":"error","error":code,"message":...} with `status`.
+  static HttpResponse Problem(int status, const std::string& code, const std::string& message);
   // "METHOD /path" for logs and metrics; unknown methods and paths collapse to one name.
   static std::string RouteName(std::string_view method, std::string_view target);
   // The body limit for a request to `target`.

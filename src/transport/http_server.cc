@@ -235,24 +235,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
         HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target());
     server_.metrics.Record(route, "", "rate_limited", 0);
     spdlog::info("request route=\"{}\" status=rate_limited http=429 peer={}", route, peer_);
-    HttpResponse r;
-    r.status = 429;
+    HttpResponse r = HttpRouter::Problem(
+        429, "rate_limited",
+        "Too many requests from this address; retry in " + std::to_string(retry_after_s) + " s.");
     r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
-    r.content_type = "application/json";
-    r.body = DumpJson(nlohmann::json{{"status", "error"},
-                                     {"error", "rate_limited"},
-                                     {"message", "Too many requests from this address; retry in " +
-                                                     std::to_string(retry_after_s) + " s."}});
     Send(std::move(r), false);
   }
 
   void Refuse(int status, const std::string& why) {
-    HttpResponse r;
-    r.status = status;
-    r.content_type = "application/json";
-    r.body =
-        DumpJson(nlohmann::json{{"status", "error"}, {"error", "bad_request"}, {"message", why}});
-    Send(std::move(r), false);
+    Send(HttpRouter::Problem(status, "bad_request", why), false);
   }
 
   // A server-to-client event stream (GET /mcp): chunked, kept alive with SSE comments until
