@@ -1,0 +1,106 @@
+// What the SQL store code (sql_tx.cc) needs from a database driver: prepared statements
+// with positional parameters and a row cursor. SQLite (sqlite_store.cc) and PostgreSQL
+// (pg_store.cc) each implement it once, so the queries behind every ReadTx/WriteTx method
+// are written once, in the SQL both databases speak.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/time.h"
+
+namespace cortex {
+
+// A prepared statement of one connection. Parameters are numbered from 1, columns from 0.
+class SqlStatement {
+ public:
+  virtual ~SqlStatement() = default;
+  virtual void BindText(int i, std::string_view v) = 0;
+  virtual void BindInt(int i, int64_t v) = 0;
+  virtual void BindNull(int i) = 0;
+  // Runs the statement on the first call; true while a row is available. Errors go to
+  // *status (Conflict for a constraint, Unavailable for a busy or lost database).
+  virtual bool Step(Status* status) = 0;
+  virtual std::string Text(int col) const = 0;
+  virtual int64_t Int(int col) const = 0;
+  virtual bool IsNull(int col) const = 0;
+  // Forgets bindings and results, ready for the next use.
+  virtual void Reset() = 0;
+};
+
+// A handle on a cached statement: typed binds that chain, typed column reads, and a reset
+// when it goes out of scope.
+class Stmt {
+ public:
+  explicit Stmt(SqlStatement& s) : s_(s) {}
+  ~Stmt() { s_.Reset(); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, const std::string& v) {
+    s_.BindText(i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, int64_t v) {
+    s_.BindInt(i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, TimePoint t) { return Bind(i, static_cast<int64_t>(ToUnixMillis(t))); }
+  Stmt& BindNull(int i) {
+    s_.BindNull(i);
+    return *this;
+  }
+  template <typename T>
+  Stmt& Bind(int i, const std::optional<T>& v) {
+    return v ? Bind(i, *v) : BindNull(i);
+  }
+
+  bool Step(Status* status) { return s_.Step(status); }
+  // Runs a statement that returns no rows.
+  Status Run() {
+    Status st;
+    while (Step(&st)) {
+    }
+    return st;
+  }
+
+  std::string Text(int col) const { return s_.Text(col); }
+  int64_t Int(int col) const { return s_.Int(col); }
+  bool IsNull(int col) const { return s_.IsNull(col); }
+  TimePoint Time(int col) const { return FromUnixMillis(Int(col)); }
+  std::optional<TimePoint> OptTime(int col) const {
+    return IsNull(col) ? std::nullopt : std::optional<TimePoint>(Time(col));
+  }
+  std::optional<std::string> OptText(int col) const {
+    return IsNull(col) ? std::nullopt : std::optional<std::string>(Text(col));
+  }
+
+ private:
+  SqlStatement& s_;
+};
+
+// One connection inside one transaction. Used by one thread at a time.
+class SqlConn {
+ public:
+  virtual ~SqlConn() = default;
+  // `sql` uses `?` (or `?N`) placeholders. Prepared once per connection and cached; a
+  // statement must not be prepared again while a handle on it is alive. Throws on SQL
+  // that does not prepare: our SQL is fixed in the source, so that is a bug.
+  virtual Stmt Prepare(std::string_view sql) = 0;
+  // Rows inserted, updated or deleted by the statement run last.
+  virtual int64_t Changes() = 0;
+  // Called before a transaction first touches workspace `ws`. In a PostgreSQL write
+  // transaction it locks the workspace row, so writes to one workspace serialize across
+  // instances as they do in SQLite's single writer; elsewhere it does nothing.
+  virtual Status Enter(const std::string& ws) = 0;
+};
+
+class WriteTx;
+// The ReadTx/WriteTx methods, in SQL, over `conn` (sql_tx.cc).
+std::unique_ptr<WriteTx> NewSqlTx(SqlConn& conn);
+
+}  // namespace cortex
