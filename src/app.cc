@@ -126,7 +126,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     spdlog::error("{}", config.status().message());
     return 2;
   }
-  auto store = OpenSqliteStore(options.data_dir);
+  auto store = OpenStore(options.data_dir);
   if (!store.ok()) {
     spdlog::error("cannot open store: {}", store.status().message());
     return 1;
@@ -176,7 +176,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   BackgroundWork background(**store, clock, *config, **connector);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
-               options.data_dir);
+               RedactedLocation(options.data_dir));
   server.Run();
   spdlog::info("stopped");
   return 0;
@@ -189,7 +189,7 @@ int RunStdio(const std::string& data_dir, const std::string& config_path, const 
     spdlog::error("{}", config.status().message());
     return 2;
   }
-  auto store = OpenSqliteStore(data_dir);
+  auto store = OpenStore(data_dir);
   if (!store.ok()) {
     spdlog::error("cannot open store: {}", store.status().message());
     return 1;

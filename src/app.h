@@ -15,8 +15,8 @@ struct EngineConfig;
 using RegisterTools = std::function<Status(ToolRegistry&, const EngineConfig&)>;
 
 struct ServeOptions {
-  std::string data_dir;
-  std::string config_path;                    // TOML; empty: defaults
+  std::string data_dir;     // SQLite data directory or postgresql:// URL (store/store.h)
+  std::string config_path;  // TOML; empty: defaults
   std::string listen = "127.0.0.1:8787";      // host:port, [v6]:port
   bool insecure_no_auth = false;              // loopback only; for the conformance suite
   std::string anonymous_workspace = "local";  // whom unauthenticated calls act as

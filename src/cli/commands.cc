@@ -30,7 +30,7 @@ int Fail(const Status& st) {
   return st.code() == Code::kInvalidArgument ? 2 : 1;
 }
 
-Result<std::unique_ptr<Store>> Open(const std::string& data) { return OpenSqliteStore(data); }
+Result<std::unique_ptr<Store>> Open(const std::string& data) { return OpenStore(data); }
 
 Result<std::string> ReadInput(const std::string& file) {
   std::string body;

@@ -1,4 +1,6 @@
-// The `cortex` command line. Every subcommand takes --data DIR (the SQLite store).
+// The `cortex` command line. Every subcommand takes its store: --data DIR (SQLite) or
+// --database postgresql://... (also from CORTEX_DATABASE, which keeps a password off the
+// command line).
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -18,9 +20,14 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
 
-  std::string data_dir;
+  std::string data_dir;  // the store: a SQLite data directory or a postgresql:// URL
   auto add_data = [&](CLI::App* cmd) {
-    cmd->add_option("--data", data_dir, "Data directory (SQLite store)")->required();
+    auto* store = cmd->add_option_group("store", "Where the data lives (one of)");
+    store->add_option("--data", data_dir, "Data directory (the embedded SQLite store)");
+    store
+        ->add_option("--database", data_dir, "PostgreSQL URL, postgresql://... (several instances)")
+        ->envname("CORTEX_DATABASE");
+    store->require_option(1);
   };
   int rc = 0;
 

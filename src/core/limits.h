@@ -21,6 +21,7 @@ inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses t
 // MCP sessions (protocol 2025-11-25 and earlier).
 inline constexpr size_t kMaxSessions = 10000;
 inline constexpr std::chrono::hours kSessionIdleExpiry{24};
+inline constexpr std::chrono::minutes kSessionTouchInterval{1};  // last_used precision
 inline constexpr size_t kMaxStreamsPerSession = 8;  // concurrent GET /mcp streams
 
 // stdio: one JSON-RPC message per line.

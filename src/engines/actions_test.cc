@@ -406,12 +406,7 @@ TEST_F(ActionsTest, TheLedgerChainVerifiesAndCatchesTampering) {
   EXPECT_TRUE(check->ok) << check->problem;
   EXPECT_EQ(check->entries, 9);
 
-  auto tamper = [&](const char* sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((store_.dir() + "/cortex.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-    sqlite3_close(db);
-  };
+  auto tamper = [&](const char* sql) { store_.ExecRaw(sql); };
   tamper("UPDATE ledger SET detail = '{\"level\":3}' WHERE seq = 4");
   check = VerifyLedger(*store_, ws_.id);
   EXPECT_FALSE(check->ok);
@@ -424,12 +419,7 @@ TEST_F(ActionsTest, DeletionsAndTruncationAreCaughtToo) {
     ActionResult r = Send("sarah@n.example", "message " + std::to_string(i));
     ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
   }
-  auto exec = [&](const char* sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((store_.dir() + "/cortex.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(db);
-  };
+  auto exec = [&](const char* sql) { store_.ExecRaw(sql); };
   exec("DELETE FROM ledger WHERE seq = 6");  // the last entry
   auto check = VerifyLedger(*store_, ws_.id);
   EXPECT_FALSE(check->ok);

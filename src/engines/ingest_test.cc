@@ -218,7 +218,7 @@ TEST_F(IngestTest, SurvivesReopen) {
   store_.Reopen();
   EXPECT_EQ(Counts().episodes, 2);
   EXPECT_EQ(WorldVersion(), report->world_version);
-  EXPECT_EQ(*store_->SchemaVersion(), SqliteMigrations().back().number);
+  EXPECT_EQ(*store_->SchemaVersion(), Migrations().back().number);
 }
 
 TEST_F(IngestTest, TheDemoWorldIngestsCleanlyAndIdempotently) {

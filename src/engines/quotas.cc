@@ -82,11 +82,52 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
   return std::optional<QuotaExceeded>();
 }
 
-std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std::string& token,
-                                               const QuotaLimits& limits, int utc_offset_minutes) {
+namespace {
+
+// The first spent quota among `used`, days first: when a day and a minute are both spent,
+// the day's reset is the one worth waiting for.
+std::optional<QuotaExceeded> FirstSpent(const CallCounts& used, const QuotaLimits& limits,
+                                        int minute_left, int day_left) {
+  if (used.token_day >= limits.token_calls_per_day) {
+    return QuotaExceeded{"token_calls_per_day", limits.token_calls_per_day, day_left};
+  }
+  if (used.workspace_day >= limits.calls_per_day) {
+    return QuotaExceeded{"calls_per_day", limits.calls_per_day, day_left};
+  }
+  if (used.token_minute >= limits.token_calls_per_minute) {
+    return QuotaExceeded{"token_calls_per_minute", limits.token_calls_per_minute, minute_left};
+  }
+  if (used.workspace_minute >= limits.calls_per_minute) {
+    return QuotaExceeded{"calls_per_minute", limits.calls_per_minute, minute_left};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::optional<QuotaExceeded>> CallQuotas::Admit(const std::string& ws,
+                                                       const std::string& token,
+                                                       const QuotaLimits& limits,
+                                                       int utc_offset_minutes) {
   int64_t now_ms = ToUnixMillis(clock_.Now());
   auto [minute, minute_left] = WindowOf(now_ms, kMinuteMs);
   auto [day, day_left] = WindowOf(now_ms, kDayMs, int64_t{utc_offset_minutes} * kMinuteMs);
+
+  if (shared_ != nullptr) {
+    // Counted in the store: the write locks the workspace, so calls through every instance
+    // are checked and counted one at a time against the same totals.
+    std::string minute_key = "m" + std::to_string(minute), day_key = "d" + std::to_string(day);
+    std::optional<QuotaExceeded> over;
+    Status st = shared_->Write([&](WriteTx& tx) -> Status {
+      auto used = tx.GetCallCounts(ws, token, minute_key, day_key);
+      if (!used.ok()) return used.status();
+      over = FirstSpent(*used, limits, minute_left, day_left);
+      if (over) return Status::Ok();  // a refused call counts against nothing
+      return tx.AddCall(ws, token, minute_key, day_key);
+    });
+    if (!st.ok()) return st;
+    return over;
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   Counters& w = workspaces_[ws];
@@ -95,25 +136,13 @@ std::optional<QuotaExceeded> CallQuotas::Admit(const std::string& ws, const std:
     if (c->minute.start != minute) c->minute = {minute, 0};
     if (c->day.start != day) c->day = {day, 0};
   }
-  // Days first: when a day and a minute are both spent, the day's reset is the one worth
-  // waiting for.
-  if (t.day.count >= limits.token_calls_per_day) {
-    return QuotaExceeded{"token_calls_per_day", limits.token_calls_per_day, day_left};
-  }
-  if (w.day.count >= limits.calls_per_day) {
-    return QuotaExceeded{"calls_per_day", limits.calls_per_day, day_left};
-  }
-  if (t.minute.count >= limits.token_calls_per_minute) {
-    return QuotaExceeded{"token_calls_per_minute", limits.token_calls_per_minute, minute_left};
-  }
-  if (w.minute.count >= limits.calls_per_minute) {
-    return QuotaExceeded{"calls_per_minute", limits.calls_per_minute, minute_left};
-  }
+  CallCounts used{w.minute.count, w.day.count, t.minute.count, t.day.count};
+  if (auto over = FirstSpent(used, limits, minute_left, day_left)) return over;
   ++t.minute.count;
   ++t.day.count;
   ++w.minute.count;
   ++w.day.count;
-  return std::nullopt;
+  return std::optional<QuotaExceeded>();
 }
 
 }  // namespace cortex

@@ -67,16 +67,20 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
                                                         const std::string& token,
                                                         const QuotaLimits& defaults, TimePoint now);
 
-// Tool-call counters, kept in the serving process (docs/quotas.md says why). Fixed
-// windows: the clock minute, and the workspace's local day. Thread-safe.
+// Tool-call counters over fixed windows: the clock minute, and the workspace's local day.
+// With `shared` null they are kept in this process (one process serves a SQLite store, and
+// a durable write per read call would cost more than the call); with a store they are
+// counted there, so that several instances on PostgreSQL share one total
+// (docs/quotas.md). Thread-safe.
 class CallQuotas {
  public:
-  explicit CallQuotas(const Clock& clock) : clock_(clock) {}
+  explicit CallQuotas(const Clock& clock, Store* shared = nullptr)
+      : clock_(clock), shared_(shared) {}
 
-  // Counts one call by `token` in `ws` unless a limit is reached; a refused call counts
-  // against nothing.
-  std::optional<QuotaExceeded> Admit(const std::string& ws, const std::string& token,
-                                     const QuotaLimits& limits, int utc_offset_minutes);
+  // Counts one call by `token` in `ws` unless a limit is reached (then the refusal); a
+  // refused call counts against nothing.
+  Result<std::optional<QuotaExceeded>> Admit(const std::string& ws, const std::string& token,
+                                             const QuotaLimits& limits, int utc_offset_minutes);
 
  private:
   struct Window {
@@ -87,6 +91,7 @@ class CallQuotas {
     Window minute, day;
   };
   const Clock& clock_;
+  Store* shared_;
   std::mutex mu_;
   std::unordered_map<std::string, Counters> workspaces_;
   std::unordered_map<std::string, Counters> tokens_;

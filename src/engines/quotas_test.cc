@@ -18,9 +18,39 @@ QuotaLimits Wide() {
   return q;
 }
 
-TEST(CallQuotasTest, TokenMinuteWindowRefusesThenResetsAtTheNextMinute) {
+// The counters under test: in memory, or in a store (as with several instances on
+// PostgreSQL), where the workspaces must exist.
+class Counter {
+ public:
+  Counter(const Clock& clock, bool in_store) : quotas_(clock, in_store ? &*store_ : nullptr) {
+    for (const char* id : {"ws_a", "ws_b"}) {
+      EXPECT_TRUE(store_
+                      ->Write([&](WriteTx& tx) {
+                        return tx.InsertWorkspace(
+                            Workspace{id, id, "wv_0", "av_0", At("2026-06-01T00:00:00Z")});
+                      })
+                      .ok());
+    }
+  }
+  std::optional<QuotaExceeded> Admit(const std::string& ws, const std::string& token,
+                                     const QuotaLimits& limits, int utc_offset_minutes) {
+    auto r = quotas_.Admit(ws, token, limits, utc_offset_minutes);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : std::nullopt;
+  }
+
+ private:
+  testing::TempStore store_;
+  CallQuotas quotas_;
+};
+
+class CallQuotasTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(InMemoryAndInStore, CallQuotasTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Store" : "Memory"; });
+
+TEST_P(CallQuotasTest, TokenMinuteWindowRefusesThenResetsAtTheNextMinute) {
   FixedClock clock(At("2026-06-10T09:00:45Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.token_calls_per_minute = 3;
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 0)) << i;
@@ -38,9 +68,9 @@ TEST(CallQuotasTest, TokenMinuteWindowRefusesThenResetsAtTheNextMinute) {
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 0));
 }
 
-TEST(CallQuotasTest, WorkspaceLimitCountsAllItsTokensAndNoOtherWorkspace) {
+TEST_P(CallQuotasTest, WorkspaceLimitCountsAllItsTokensAndNoOtherWorkspace) {
   FixedClock clock(At("2026-06-10T09:00:00Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.calls_per_minute = 4;
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 0));
@@ -53,9 +83,9 @@ TEST(CallQuotasTest, WorkspaceLimitCountsAllItsTokensAndNoOtherWorkspace) {
   EXPECT_FALSE(quotas.Admit("ws_b", "tok_9", q, 0));  // another workspace: its own count
 }
 
-TEST(CallQuotasTest, ARefusedCallCountsAgainstNothing) {
+TEST_P(CallQuotasTest, ARefusedCallCountsAgainstNothing) {
   FixedClock clock(At("2026-06-10T09:00:00Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.token_calls_per_minute = 1;
   q.calls_per_minute = 3;
@@ -67,10 +97,10 @@ TEST(CallQuotasTest, ARefusedCallCountsAgainstNothing) {
   EXPECT_TRUE(quotas.Admit("ws_a", "tok_4", q, 0));
 }
 
-TEST(CallQuotasTest, DayWindowResetsAtLocalMidnightNotUtcMidnight) {
+TEST_P(CallQuotasTest, DayWindowResetsAtLocalMidnightNotUtcMidnight) {
   // UTC+2: local midnight is 22:00 UTC.
   FixedClock clock(At("2026-06-10T21:59:30Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.calls_per_day = 2;
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, 120));
@@ -91,10 +121,10 @@ TEST(CallQuotasTest, DayWindowResetsAtLocalMidnightNotUtcMidnight) {
   EXPECT_EQ(over->retry_after_s, 22 * 3600 - 1);
 }
 
-TEST(CallQuotasTest, WestOfUtcTheDayEndsAfterUtcMidnight) {
+TEST_P(CallQuotasTest, WestOfUtcTheDayEndsAfterUtcMidnight) {
   // UTC-5: local midnight is 05:00 UTC.
   FixedClock clock(At("2026-06-11T04:59:00Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.token_calls_per_day = 1;
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, -300));
@@ -106,9 +136,9 @@ TEST(CallQuotasTest, WestOfUtcTheDayEndsAfterUtcMidnight) {
   EXPECT_FALSE(quotas.Admit("ws_a", "tok_1", q, -300));
 }
 
-TEST(CallQuotasTest, ASpentDayIsNamedBeforeASpentMinuteWhoeverSpentThem) {
+TEST_P(CallQuotasTest, ASpentDayIsNamedBeforeASpentMinuteWhoeverSpentThem) {
   FixedClock clock(At("2026-06-10T12:00:30Z"));
-  CallQuotas quotas(clock);
+  Counter quotas(clock, GetParam());
   QuotaLimits q = Wide();
   q.token_calls_per_minute = 2;
   q.calls_per_day = 2;

@@ -150,7 +150,7 @@ McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock
       clock_(clock),
       info_(std::move(info)),
       quota_defaults_(quotas),
-      call_quotas_(clock) {}
+      call_quotas_(clock, store.MultiInstance() ? &store : nullptr) {}
 
 json McpServer::AdmitCall(const AuthContext& auth) {
   QuotaLimits limits;
@@ -165,7 +165,9 @@ json McpServer::AdmitCall(const AuthContext& auth) {
     return Status::Ok();
   });
   if (!st.ok()) return ToolReply::FromStatus(st).ToCallToolResult();
-  auto over = call_quotas_.Admit(auth.workspace_id, auth.token_id, limits, utc_offset);
+  auto admitted = call_quotas_.Admit(auth.workspace_id, auth.token_id, limits, utc_offset);
+  if (!admitted.ok()) return ToolReply::FromStatus(admitted.status()).ToCallToolResult();
+  const std::optional<QuotaExceeded>& over = *admitted;
   if (!over) return nullptr;
   return ToolReply::ErrorBody({{"status", "error"},
                                {"error", "quota_exceeded"},
@@ -294,12 +296,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, Disposition::kRejected,
                   {rpc::kInvalidParams, "Invalid params: protocolVersion is required", {}});
     }
-    json result = Initialize(params, auth, out);
-    if (result.is_null()) {
+    auto result = Initialize(params, auth, out);
+    if (!result.ok()) {
       return Fail(std::move(out), id, Disposition::kRejected,
-                  {rpc::kInternalError, "Too many open sessions; try again later", {}});
+                  {rpc::kInternalError, result.status().message(), {}});
     }
-    out.body = rpc::MakeResult(id, std::move(result));
+    out.body = rpc::MakeResult(id, std::move(*result));
     return out;
   }
 
@@ -311,26 +313,21 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
                 {rpc::kSessionRequired, msg, {}});
   }
-  {
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    auto it = sessions_.find(*req.session_id);
-    if (it != sessions_.end() && clock_.Now() - it->second.last_used > limits::kSessionIdleExpiry) {
-      sessions_.erase(it);  // idle too long: expired
-      it = sessions_.end();
-    }
-    if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) {
-      return Fail(std::move(out), is_notification ? json(nullptr) : id,
-                  Disposition::kUnknownSession, {rpc::kSessionNotFound, "Session not found", {}});
-    }
-    Session& s = it->second;
-    if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
-        !IsLegacyVersion(*req.protocol_version_header)) {
-      return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
-                  {rpc::kSessionRequired,
-                   "Bad Request: Unsupported protocol version: " + *req.protocol_version_header,
-                   {}});
-    }
-    s.last_used = clock_.Now();
+  auto live = UseSession(*req.session_id, auth);
+  if (!live.ok()) {
+    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
+                {rpc::kInternalError, "Internal error: " + live.status().message(), {}});
+  }
+  if (!*live) {
+    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kUnknownSession,
+                {rpc::kSessionNotFound, "Session not found", {}});
+  }
+  if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
+      !IsLegacyVersion(*req.protocol_version_header)) {
+    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
+                {rpc::kSessionRequired,
+                 "Bad Request: Unsupported protocol version: " + *req.protocol_version_header,
+                 {}});
   }
   if (is_notification) {
     out.disposition = Disposition::kAccepted;
@@ -360,22 +357,24 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   return out;
 }
 
-json McpServer::Initialize(const json& params, const AuthContext& auth, McpResponse& out) {
+Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, McpResponse& out) {
   std::string requested = params["protocolVersion"];
   // Version negotiation: echo a version we speak, else offer our newest session-era one.
   std::string version = IsLegacyVersion(requested) ? requested : kLegacyVersions[0];
   std::string session_id = RandomHex(16);
-  {
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    TimePoint now = clock_.Now();
-    if (sessions_.size() >= limits::kMaxSessions) {
-      std::erase_if(sessions_, [&](const auto& kv) {
-        return now - kv.second.last_used > limits::kSessionIdleExpiry;
-      });
-    }
-    if (sessions_.size() >= limits::kMaxSessions) return nullptr;
-    sessions_[session_id] = Session{auth.workspace_id, now, 0};
-  }
+  TimePoint now = clock_.Now();
+  bool opened = false;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    TimePoint idle_since = now - limits::kSessionIdleExpiry;
+    CORTEX_RETURN_IF_ERROR(tx.DeleteIdleSessions(idle_since));
+    auto active = tx.CountSessions(idle_since);
+    if (!active.ok()) return active.status();
+    opened = *active < static_cast<int64_t>(limits::kMaxSessions);
+    if (!opened) return Status::Ok();
+    return tx.InsertSession(McpSession{session_id, auth.workspace_id, now, now});
+  });
+  if (!st.ok()) return Status::Internal("Internal error: " + st.message());
+  if (!opened) return Status::Unavailable("Too many open sessions; try again later");
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
                  {"capabilities", {{"tools", {{"listChanged", false}}}}},
@@ -419,45 +418,71 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   return std::move(reply).ToCallToolResult();
 }
 
-bool McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  auto it = sessions_.find(id);
-  return it != sessions_.end() && it->second.workspace_id == auth.workspace_id;
-}
-
-bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id) return false;
-  sessions_.erase(it);
+Result<bool> McpServer::UseSession(const std::string& id, const AuthContext& auth) {
+  std::optional<McpSession> session;
+  Status st = store_.Read([&](ReadTx& tx) -> Status {
+    auto found = tx.GetSession(id);
+    if (!found.ok()) return found.status();
+    session = std::move(*found);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  TimePoint now = clock_.Now();
+  if (!session || session->workspace_id != auth.workspace_id ||
+      now - session->last_used > limits::kSessionIdleExpiry) {
+    return false;
+  }
+  // Refreshing last_used on every message would make every read a write; a minute's
+  // precision is plenty for a 24-hour idle expiry.
+  if (now - session->last_used >= limits::kSessionTouchInterval) {
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); }));
+  }
   return true;
 }
 
+bool McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
+  auto live = UseSession(id, auth);
+  return live.ok() && *live;
+}
+
+bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
+  bool deleted = false;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    auto gone = tx.DeleteSession(auth.workspace_id, id);
+    if (!gone.ok()) return gone.status();
+    deleted = *gone;
+    return Status::Ok();
+  });
+  if (!st.ok()) spdlog::warn("ending session: {}", st.message());
+  return deleted;
+}
+
 bool McpServer::OpenStream(const std::string& id, const AuthContext& auth) {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.workspace_id != auth.workspace_id ||
-      it->second.streams >= limits::kMaxStreamsPerSession) {
-    return false;
-  }
-  ++it->second.streams;
+  if (!SessionExists(id, auth)) return false;
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  size_t& n = streams_[id];
+  if (n >= limits::kMaxStreamsPerSession) return false;
+  ++n;
   return true;
 }
 
 void McpServer::CloseStream(const std::string& id) {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  auto it = sessions_.find(id);
-  if (it != sessions_.end() && it->second.streams > 0) --it->second.streams;
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = streams_.find(id);
+  if (it != streams_.end() && --it->second == 0) streams_.erase(it);
 }
 
 bool McpServer::HasSession(const std::string& id) {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  return sessions_.count(id) > 0;
-}
-
-size_t McpServer::session_count() {
-  std::lock_guard<std::mutex> lock(sessions_mu_);
-  return sessions_.size();
+  std::optional<McpSession> session;
+  Status st = store_.Read([&](ReadTx& tx) -> Status {
+    auto found = tx.GetSession(id);
+    if (!found.ok()) return found.status();
+    session = std::move(*found);
+    return Status::Ok();
+  });
+  // A store that cannot answer keeps the stream: it will ask again at the next keep-alive.
+  if (!st.ok()) return true;
+  return session && clock_.Now() - session->last_used <= limits::kSessionIdleExpiry;
 }
 
 }  // namespace cortex

@@ -86,32 +86,30 @@ class McpServer {
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
 
-  // Session era, HTTP. Both return false for an unknown session or one that belongs to a
-  // different workspace (the caller cannot tell the two apart).
+  // Session era, HTTP. Sessions live in the store, so any instance serves any session.
+  // Both return false for an unknown session or one that belongs to a different workspace
+  // (the caller cannot tell the two apart).
   bool SessionExists(const std::string& id, const AuthContext& auth);
   bool EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
-  // Counts a GET /mcp stream of session `id`: false if the session is unknown, not the
-  // caller's, or already has limits::kMaxStreamsPerSession streams open.
+  // Counts a GET /mcp stream of session `id` (streams are connections to this process):
+  // false if the session is unknown, not the caller's, or already has
+  // limits::kMaxStreamsPerSession streams open here.
   bool OpenStream(const std::string& id, const AuthContext& auth);
   void CloseStream(const std::string& id);
-  size_t session_count();
 
  private:
-  struct Session {
-    std::string workspace_id;
-    TimePoint last_used;
-    size_t streams = 0;  // open GET /mcp streams
-  };
-
+  // True if session `id` exists, is the caller's and has not expired; refreshes its
+  // last use.
+  Result<bool> UseSession(const std::string& id, const AuthContext& auth);
   McpResponse HandleModern(const McpRequest& req, const nlohmann::json& id,
                            const std::string& method, const nlohmann::json& params,
                            bool is_notification, McpResponse out);
   McpResponse HandleLegacy(const McpRequest& req, const nlohmann::json& id,
                            const std::string& method, const nlohmann::json& params,
                            bool is_notification, McpResponse out);
-  nlohmann::json Initialize(const nlohmann::json& params, const AuthContext& auth,
-                            McpResponse& out);
+  Result<nlohmann::json> Initialize(const nlohmann::json& params, const AuthContext& auth,
+                                    McpResponse& out);
   // tools/call for either era. Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out);
@@ -127,8 +125,8 @@ class McpServer {
   QuotaLimits quota_defaults_;
   CallQuotas call_quotas_;
 
-  std::mutex sessions_mu_;
-  std::unordered_map<std::string, Session> sessions_;
+  std::mutex streams_mu_;
+  std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session
 };
 
 }  // namespace cortex

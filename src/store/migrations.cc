@@ -1,9 +1,12 @@
 #include "store/migrations.h"
 
+#include <regex>
+
 namespace cortex {
 
-// Times are stored as integer milliseconds since the Unix epoch (UTC).
-const std::vector<Migration>& SqliteMigrations() {
+// Written in SQLite's spelling; PostgresMigrationSql() gives PostgreSQL's. Times are
+// integer milliseconds since the Unix epoch (UTC).
+const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> kMigrations = {
       {1, "world model: workspaces, tokens, entities, episodes", R"sql(
 CREATE TABLE workspaces (
@@ -225,8 +228,32 @@ INSERT INTO inference_usage_v4 (workspace_id, day, token_id, units)
 DROP TABLE inference_usage;
 ALTER TABLE inference_usage_v4 RENAME TO inference_usage;
 )sql"},
+      {5, "several instances: MCP sessions and tool-call counts in the store", R"sql(
+CREATE TABLE mcp_sessions (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  created_at   INTEGER NOT NULL,
+  last_used    INTEGER NOT NULL  -- refreshed at most once a minute
+);
+CREATE INDEX mcp_sessions_by_last_used ON mcp_sessions(last_used);
+CREATE TABLE call_counts (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  subject      TEXT NOT NULL,  -- '*' for the workspace, else a token id ('' if none)
+  period       TEXT NOT NULL,  -- 'm<minute number>' or 'd<local date>'
+  calls        INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, subject, period)
+) WITHOUT ROWID;
+)sql"},
   };
   return kMigrations;
+}
+
+// SQLite's INTEGER is 64-bit, PostgreSQL's is 32-bit: every INTEGER becomes BIGINT.
+// WITHOUT ROWID is a SQLite storage hint with no PostgreSQL meaning.
+std::string PostgresMigrationSql(const Migration& m) {
+  static const std::regex kInteger(R"(\bINTEGER\b)");
+  std::string sql = std::regex_replace(m.sql, kInteger, "BIGINT");
+  return std::regex_replace(sql, std::regex(R"( WITHOUT ROWID)"), "");
 }
 
 }  // namespace cortex

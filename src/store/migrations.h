@@ -1,8 +1,10 @@
-// Numbered schema migrations. Each runs once, in order, inside one transaction; the
+// Numbered schema migrations, the same numbers and tables on SQLite and PostgreSQL. Each
+// runs once, in order, inside one transaction; the
 // highest applied number is recorded in schema_migrations. Never edit a shipped
 // migration: add the next number.
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace cortex {
@@ -13,6 +15,9 @@ struct Migration {
   const char* sql;
 };
 
-const std::vector<Migration>& SqliteMigrations();
+// The migrations, in SQLite's spelling.
+const std::vector<Migration>& Migrations();
+// Migration `m` as PostgreSQL runs it.
+std::string PostgresMigrationSql(const Migration& m);
 
 }  // namespace cortex

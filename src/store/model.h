@@ -31,6 +31,22 @@ struct TokenRecord {
   std::optional<TimePoint> revoked_at;
 };
 
+// An MCP session of the 2025-11-25 era (Mcp-Session-Id), kept in the store so that any
+// instance can serve it.
+struct McpSession {
+  std::string id;  // 32 random hex digits
+  std::string workspace_id;
+  TimePoint created_at;
+  TimePoint last_used;
+};
+
+// Tool calls counted in the current minute and local day, for a workspace (all its tokens)
+// and for one of its tokens.
+struct CallCounts {
+  int64_t workspace_minute = 0, workspace_day = 0;
+  int64_t token_minute = 0, token_day = 0;
+};
+
 struct Entity {
   std::string id;  // entity_...
   std::string workspace_id;

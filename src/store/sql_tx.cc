@@ -800,7 +800,8 @@ class SqlTx final : public WriteTx {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     Stmt s = c_.Prepare(
         "INSERT INTO inference_usage (workspace_id, day, token_id, units) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT (workspace_id, day, token_id) DO UPDATE SET units = units + excluded.units");
+        " ON CONFLICT (workspace_id, day, token_id) DO UPDATE SET units = inference_usage.units + "
+        "excluded.units");
     return s.Bind(1, ws).Bind(2, day).Bind(3, token_id).Bind(4, units).Run();
   }
 
@@ -846,6 +847,85 @@ class SqlTx final : public WriteTx {
     }
     CORTEX_RETURN_IF_ERROR(st);
     return out;
+  }
+
+  Result<std::optional<McpSession>> GetSession(const std::string& id) override {
+    Stmt s =
+        c_.Prepare("SELECT id, workspace_id, created_at, last_used FROM mcp_sessions WHERE id = ?");
+    s.Bind(1, id);
+    Status st;
+    if (!s.Step(&st)) {
+      if (!st.ok()) return st;
+      return std::optional<McpSession>();
+    }
+    return std::optional(McpSession{s.Text(0), s.Text(1), s.Time(2), s.Time(3)});
+  }
+
+  Result<int64_t> CountSessions(TimePoint since) override {
+    Stmt s = c_.Prepare("SELECT count(*) FROM mcp_sessions WHERE last_used >= ?");
+    s.Bind(1, since);
+    Status st;
+    int64_t n = s.Step(&st) ? s.Int(0) : 0;
+    CORTEX_RETURN_IF_ERROR(st);
+    return n;
+  }
+
+  Result<CallCounts> GetCallCounts(const std::string& ws, const std::string& token_id,
+                                   const std::string& minute, const std::string& day) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    Stmt s = c_.Prepare(
+        "SELECT subject, period, calls FROM call_counts WHERE workspace_id = ?"
+        " AND subject IN ('*', ?) AND period IN (?, ?)");
+    s.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day);
+    CallCounts out;
+    Status st;
+    while (s.Step(&st)) {
+      bool workspace = s.Text(0) == "*", is_minute = s.Text(1) == minute;
+      int64_t& slot = workspace ? (is_minute ? out.workspace_minute : out.workspace_day)
+                                : (is_minute ? out.token_minute : out.token_day);
+      slot = s.Int(2);
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
+  }
+
+  Status InsertSession(const McpSession& m) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(m.workspace_id));
+    Stmt s = c_.Prepare(
+        "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used) VALUES (?, ?, ?, ?)");
+    return s.Bind(1, m.id).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
+  }
+
+  Status TouchSession(const std::string& id, TimePoint at) override {
+    Stmt s = c_.Prepare("UPDATE mcp_sessions SET last_used = ? WHERE id = ? AND last_used < ?");
+    return s.Bind(1, at).Bind(2, id).Bind(3, at).Run();
+  }
+
+  Result<bool> DeleteSession(const std::string& ws, const std::string& id) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    Stmt s = c_.Prepare("DELETE FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, id).Bind(2, ws).Run());
+    return Changes() == 1;
+  }
+
+  Status DeleteIdleSessions(TimePoint before) override {
+    Stmt s = c_.Prepare("DELETE FROM mcp_sessions WHERE last_used < ?");
+    return s.Bind(1, before).Run();
+  }
+
+  Status AddCall(const std::string& ws, const std::string& token_id, const std::string& minute,
+                 const std::string& day) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    {
+      Stmt drop =
+          c_.Prepare("DELETE FROM call_counts WHERE workspace_id = ? AND period NOT IN (?, ?)");
+      CORTEX_RETURN_IF_ERROR(drop.Bind(1, ws).Bind(2, minute).Bind(3, day).Run());
+    }
+    Stmt add = c_.Prepare(
+        "INSERT INTO call_counts (workspace_id, subject, period, calls)"
+        " VALUES (?1, '*', ?3, 1), (?1, '*', ?4, 1), (?1, ?2, ?3, 1), (?1, ?2, ?4, 1)"
+        " ON CONFLICT (workspace_id, subject, period) DO UPDATE SET calls = call_counts.calls + 1");
+    return add.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day).Run();
   }
 
   Status SetDecisionStatus(const std::string& ws, const std::string& id,

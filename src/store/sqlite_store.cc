@@ -207,6 +207,10 @@ class SqliteStore final : public Store {
     return me.result;
   }
 
+  // Other processes may open the file (`cortex ingest` while `cortex serve` runs), but only
+  // one serves: SQLite is a single-host store.
+  bool MultiInstance() const override { return false; }
+
   Result<int> SchemaVersion() override {
     std::lock_guard<std::mutex> lock(write_mu_);
     Stmt s = writer_->Prepare("SELECT coalesce(max(number), 0) FROM schema_migrations");
@@ -273,7 +277,7 @@ class SqliteStore final : public Store {
     CORTEX_RETURN_IF_ERROR(writer_->Exec(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"));
-    for (const Migration& m : SqliteMigrations()) {
+    for (const Migration& m : Migrations()) {
       CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
       Stmt check = writer_->Prepare("SELECT 1 FROM schema_migrations WHERE number = ?");
       check.Bind(1, static_cast<int64_t>(m.number));

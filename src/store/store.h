@@ -1,5 +1,5 @@
-// The storage interface the engines use. One implementation per database (SQLite today;
-// PostgreSQL can follow without touching engines or tools). Every method that touches
+// The storage interface the engines use. One implementation per database (SQLite and
+// PostgreSQL, sharing their SQL through store/sql.h). Every method that touches
 // workspace data takes the workspace id: there is no unscoped read.
 //
 // Work is expressed as transactions: Read() runs a function against a consistent snapshot
@@ -112,6 +112,14 @@ class ReadTx {
       const std::string& ws) = 0;
   // Messages the built-in `outbox` connector delivered, oldest first.
   virtual Result<std::vector<nlohmann::json>> ListDeliveredMessages(const std::string& ws) = 0;
+
+  // MCP session `id` of any workspace (the caller compares its workspace).
+  virtual Result<std::optional<McpSession>> GetSession(const std::string& id) = 0;
+  // Sessions used at or after `since`.
+  virtual Result<int64_t> CountSessions(TimePoint since) = 0;
+  // Tool calls counted in periods `minute` and `day` (engines/quotas.cc names them).
+  virtual Result<CallCounts> GetCallCounts(const std::string& ws, const std::string& token_id,
+                                           const std::string& minute, const std::string& day) = 0;
 };
 
 // Reads and writes inside one write transaction.
@@ -179,6 +187,17 @@ class WriteTx : public ReadTx {
   virtual Status UpdateOutbox(const OutboxItem& item, std::optional<TimePoint> delivered_at) = 0;
   // Records a delivered message once per action (idempotent: false if already recorded).
   virtual Result<bool> RecordDeliveredMessage(const OutboxItem& item, TimePoint at) = 0;
+
+  virtual Status InsertSession(const McpSession& s) = 0;
+  virtual Status TouchSession(const std::string& id, TimePoint at) = 0;
+  // False if `ws` has no session `id`.
+  virtual Result<bool> DeleteSession(const std::string& ws, const std::string& id) = 0;
+  // Forgets sessions last used before `before`.
+  virtual Status DeleteIdleSessions(TimePoint before) = 0;
+  // Counts one call of `token_id` in `ws` in periods `minute` and `day`; counts of other
+  // periods of `ws` are dropped when a new minute starts.
+  virtual Status AddCall(const std::string& ws, const std::string& token_id,
+                         const std::string& minute, const std::string& day) = 0;
 };
 
 class Store {
@@ -194,10 +213,25 @@ class Store {
 
   // The highest migration applied.
   virtual Result<int> SchemaVersion() = 0;
+
+  // True when several `cortex serve` processes may share this store (PostgreSQL): state
+  // they must agree on, such as tool-call counts, then lives in the store, not in memory.
+  virtual bool MultiInstance() const = 0;
 };
 
 // Opens (creating if needed) the SQLite store in directory `dir` and applies any pending
 // migrations.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir);
+
+// Connects to the PostgreSQL database at `url` (postgresql://...) and applies any pending
+// migrations. The database must exist.
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
+
+// A postgresql:// (or postgres://) URL opens PostgreSQL; anything else is a SQLite data
+// directory.
+Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
+bool IsPostgresUrl(const std::string& where);
+// `where` without a password, for logs.
+std::string RedactedLocation(const std::string& where);
 
 }  // namespace cortex

@@ -1,11 +1,12 @@
-// Test helper: a SQLite store in a fresh temporary directory, removed afterwards.
+// Test helper: a fresh, empty store, removed afterwards. SQLite in a temporary directory;
+// or, when CORTEX_TEST_POSTGRES names a PostgreSQL server (postgresql://user@host:port),
+// a new database on it. scripts/test runs the unit tests both ways.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "store/store.h"
@@ -14,32 +15,22 @@ namespace cortex::testing {
 
 class TempStore {
  public:
-  TempStore() {
-    std::random_device rd;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cortex-test-" + std::to_string(rd()) + std::to_string(rd()));
-    auto s = OpenSqliteStore(dir_.string());
-    if (!s.ok()) ADD_FAILURE() << s.status().ToString();
-    store_ = std::move(*s);
-  }
-  ~TempStore() {
-    store_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  TempStore();
+  ~TempStore();
   Store& operator*() { return *store_; }
   Store* operator->() { return store_.get(); }
-  std::string dir() const { return dir_.string(); }
+  // Where the store lives: a directory or a postgresql:// URL (for OpenStore).
+  const std::string& location() const { return location_; }
+  bool is_postgres() const { return !database_.empty(); }
   // Closes and reopens the store (as a restart would).
-  void Reopen() {
-    store_.reset();
-    auto s = OpenSqliteStore(dir_.string());
-    if (!s.ok()) ADD_FAILURE() << s.status().ToString();
-    store_ = std::move(*s);
-  }
+  void Reopen();
+  // Runs `sql` on the database behind the store's back (a tampering user, say).
+  void ExecRaw(const std::string& sql);
 
  private:
-  std::filesystem::path dir_;
+  std::string server_;  // the PostgreSQL server, if any
+  std::string database_;
+  std::string location_;
   std::unique_ptr<Store> store_;
 };
 

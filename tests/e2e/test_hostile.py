@@ -112,15 +112,29 @@ class TestHostileClients(unittest.TestCase):
 
     @classmethod
     def open_fds(cls):
-        """The server's open sockets (other descriptors, such as SQLite's pooled reader
-        connections, may legitimately grow)."""
-        n = 0
-        fd_dir = f"/proc/{cls.server.proc.pid}/fd"
+        """The server's open client connections: its sockets on the port it serves (other
+        sockets, such as pooled PostgreSQL connections, may legitimately grow)."""
+        pid = cls.server.proc.pid
+        inodes = set()
+        fd_dir = f"/proc/{pid}/fd"
         for fd in os.listdir(fd_dir):
             try:
-                if os.readlink(os.path.join(fd_dir, fd)).startswith("socket:"):
-                    n += 1
+                target = os.readlink(os.path.join(fd_dir, fd))
             except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+        n = 0
+        for table in ("tcp", "tcp6"):
+            try:
+                with open(f"/proc/{pid}/net/{table}") as f:
+                    next(f)
+                    for line in f:
+                        cols = line.split()
+                        local_port = int(cols[1].rsplit(":", 1)[1], 16)
+                        if local_port == cls.port and cols[3] != "0A" and cols[9] in inodes:
+                            n += 1  # 0A: the listening socket itself
+            except FileNotFoundError:
                 pass
         return n
 

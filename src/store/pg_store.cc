@@ -1,0 +1,343 @@
+// The PostgreSQL store: the driver for store/sql.h over libpqxx, with a pool of
+// connections shared by every thread. Several `cortex serve` instances may run on one
+// database (docs/deploy.md):
+//   - Read() is a REPEATABLE READ, READ ONLY transaction: one consistent snapshot, never
+//     waiting behind writers.
+//   - Write() is a READ COMMITTED transaction that locks each workspace row it touches
+//     before its first statement on that workspace (SqlConn::Enter). Writes to one
+//     workspace therefore run one at a time across all instances, each seeing everything
+//     committed before it, as in SQLite's single writer; writes to different workspaces run
+//     in parallel. Conditional updates (TransitionAction, LeaseOutbox) make scheduled work
+//     execute once whichever instance gets there first.
+//   - Commits are durable when they return (PostgreSQL's synchronous_commit default).
+#include <condition_variable>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/limits.h"
+#include "store/migrations.h"
+#include "store/sql.h"
+#include "store/store.h"
+
+namespace cortex {
+namespace {
+
+constexpr size_t kMaxConnections = 16;  // per process; each is a PostgreSQL backend
+// The key of the advisory lock that lets one instance at a time apply migrations.
+constexpr int64_t kMigrationLock = 0x636f72746578;  // "cortex"
+
+// A database error as a Status: constraint violations are conflicts, transient failures
+// (lost connection, serialization failure, deadlock, cancel) say "try again".
+Status FromSqlError(const pqxx::sql_error& e) {
+  const std::string& state = e.sqlstate();
+  std::string msg = std::string("postgresql: ") + e.what();
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  if (state.rfind("23", 0) == 0) return Status::Conflict(msg);
+  if (state == "40001" || state == "40P01" || state == "55P03" || state == "57014" ||
+      state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0) {
+    return Status::Unavailable(msg);
+  }
+  return Status::Internal(msg);
+}
+
+// Rewrites `?` and `?N` placeholders as PostgreSQL's `$N`. Our SQL has no `?` inside
+// string literals (it is fixed in the source), so a plain scan is enough.
+std::string ToDollarParams(std::string_view sql, int* count) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 0, highest = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] != '?') {
+      out += sql[i];
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') ++j;
+    int n = j > i + 1 ? std::stoi(std::string(sql.substr(i + 1, j - i - 1))) : ++next;
+    highest = std::max(highest, n);
+    out += '$' + std::to_string(n);
+    i = j - 1;
+  }
+  *count = highest;
+  return out;
+}
+
+class PgConn;
+
+class PgStatement final : public SqlStatement {
+ public:
+  PgStatement(PgConn& conn, std::string name, int params)
+      : conn_(conn), name_(std::move(name)), values_(params), null_(params, true) {}
+
+  void BindText(int i, std::string_view v) override {
+    values_[i - 1].assign(v);
+    null_[i - 1] = false;
+  }
+  void BindInt(int i, int64_t v) override { BindText(i, std::to_string(v)); }
+  void BindNull(int i) override { null_[i - 1] = true; }
+
+  bool Step(Status* status) override;
+  std::string Text(int col) const override {
+    const pqxx::field f = result_[row_][col];
+    return std::string(f.c_str(), f.size());
+  }
+  int64_t Int(int col) const override { return result_[row_][col].as<int64_t>(); }
+  bool IsNull(int col) const override { return result_[row_][col].is_null(); }
+  void Reset() override {
+    std::fill(null_.begin(), null_.end(), true);
+    result_ = pqxx::result();
+    ran_ = false;
+  }
+
+ private:
+  PgConn& conn_;
+  std::string name_;
+  std::vector<std::string> values_;
+  std::vector<bool> null_;
+  pqxx::result result_;
+  pqxx::result::size_type row_ = 0;
+  bool ran_ = false;
+};
+
+class PgConn final : public SqlConn {
+ public:
+  explicit PgConn(const std::string& url) : conn_(url) {}
+
+  // Begins a transaction: a read-only snapshot, or a write that locks workspaces.
+  void Begin(bool write) {
+    entered_.clear();
+    write_ = write;
+    if (write) {
+      tx_ = std::make_unique<pqxx::transaction<pqxx::read_committed>>(conn_);
+    } else {
+      tx_ = std::make_unique<pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>>(conn_);
+    }
+  }
+  Status Commit() {
+    Status st = Guard([&] { tx_->commit(); });
+    tx_.reset();
+    return st;
+  }
+  void Abort() {
+    if (!tx_) return;
+    try {
+      tx_->abort();
+    } catch (const std::exception&) {
+      broken_ = true;  // the connection cannot be trusted with the next transaction
+    }
+    tx_.reset();
+  }
+  bool usable() const { return !broken_ && conn_.is_open(); }
+
+  Stmt Prepare(std::string_view sql) override {
+    auto it = cache_.find(sql);
+    if (it == cache_.end()) {
+      int params = 0;
+      std::string pg_sql = ToDollarParams(sql, &params);
+      std::string name = "q" + std::to_string(cache_.size() + 1);
+      conn_.prepare(name, pg_sql);
+      it = cache_.emplace(std::string(sql), std::make_unique<PgStatement>(*this, name, params))
+               .first;
+    }
+    return Stmt(*it->second);
+  }
+
+  int64_t Changes() override { return changes_; }
+
+  Status Enter(const std::string& ws) override {
+    if (!write_ || !entered_.insert(ws).second) return Status::Ok();
+    return Prepare("SELECT 1 FROM workspaces WHERE id = ? FOR NO KEY UPDATE").Bind(1, ws).Run();
+  }
+
+  // Runs `fn`, turning libpqxx's exceptions into a Status.
+  template <typename Fn>
+  Status Guard(Fn&& fn) {
+    try {
+      fn();
+      return Status::Ok();
+    } catch (const pqxx::broken_connection& e) {
+      broken_ = true;
+      return Status::Unavailable(std::string("postgresql: connection lost: ") + e.what());
+    } catch (const pqxx::sql_error& e) {
+      return FromSqlError(e);
+    } catch (const pqxx::in_doubt_error& e) {
+      broken_ = true;
+      return Status::Unavailable(std::string("postgresql: commit outcome unknown: ") + e.what());
+    }
+  }
+
+  pqxx::result Exec(const std::string& name, const std::vector<const char*>& params) {
+    pqxx::result r = tx_->exec_prepared(name, pqxx::prepare::make_dynamic_params(params));
+    changes_ = r.affected_rows();
+    return r;
+  }
+
+  // Statements outside the prepared cache (migrations).
+  pqxx::transaction_base& tx() { return *tx_; }
+
+ private:
+  pqxx::connection conn_;
+  std::unique_ptr<pqxx::transaction_base> tx_;
+  bool write_ = false;
+  bool broken_ = false;
+  int64_t changes_ = 0;
+  std::set<std::string> entered_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<PgStatement>, Hash, std::equal_to<>> cache_;
+};
+
+bool PgStatement::Step(Status* status) {
+  if (ran_) return ++row_ < result_.size();
+  ran_ = true;
+  row_ = 0;
+  std::vector<const char*> params(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) params[i] = null_[i] ? nullptr : values_[i].c_str();
+  Status st = conn_.Guard([&] { result_ = conn_.Exec(name_, params); });
+  if (!st.ok()) {
+    *status = st;
+    return false;
+  }
+  return !result_.empty();
+}
+
+class PgStore final : public Store {
+ public:
+  explicit PgStore(std::string url) : url_(std::move(url)) {}
+
+  Status Init() { return Migrate(); }
+
+  Status Read(const std::function<Status(ReadTx&)>& fn) override {
+    return Transaction(/*write=*/false, [&](PgConn& c) { return fn(*NewSqlTx(c)); });
+  }
+
+  Status Write(const std::function<Status(WriteTx&)>& fn) override {
+    return Transaction(/*write=*/true, [&](PgConn& c) { return fn(*NewSqlTx(c)); });
+  }
+
+  Result<int> SchemaVersion() override {
+    int version = 0;
+    Status st = Transaction(false, [&](PgConn& c) {
+      Stmt s = c.Prepare("SELECT coalesce(max(number), 0) FROM schema_migrations");
+      Status step;
+      if (s.Step(&step)) version = static_cast<int>(s.Int(0));
+      return step;
+    });
+    if (!st.ok()) return st;
+    return version;
+  }
+
+  bool MultiInstance() const override { return true; }
+
+ private:
+  template <typename Fn>
+  Status Transaction(bool write, Fn&& fn) {
+    auto conn = Acquire();
+    if (!conn.ok()) return conn.status();
+    PgConn& c = **conn;
+    Status st = c.Guard([&] { c.Begin(write); });
+    if (st.ok()) {
+      try {
+        st = fn(c);
+      } catch (...) {
+        c.Abort();
+        Release(std::move(*conn));
+        throw;
+      }
+      if (st.ok()) {
+        st = c.Commit();
+      } else {
+        c.Abort();
+      }
+    }
+    Release(std::move(*conn));
+    return st;
+  }
+
+  Result<std::unique_ptr<PgConn>> Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !idle_.empty() || open_ < kMaxConnections; });
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    ++open_;
+    lock.unlock();
+    try {
+      return std::make_unique<PgConn>(url_);
+    } catch (const std::exception& e) {
+      lock.lock();
+      --open_;
+      cv_.notify_one();
+      std::string msg = e.what();
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      return Status::Unavailable("postgresql: cannot connect: " + msg);
+    }
+  }
+
+  void Release(std::unique_ptr<PgConn> c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c->usable()) {
+      idle_.push_back(std::move(c));
+    } else {
+      --open_;  // dropped: the next Acquire opens a fresh one
+    }
+    cv_.notify_one();
+  }
+
+  // Applies pending migrations, each in its own transaction, holding an advisory lock so
+  // that instances starting together apply each migration once.
+  Status Migrate() {
+    auto create = Transaction(true, [&](PgConn& c) {
+      return c.Guard([&] {
+        c.tx().exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
+        c.tx().exec(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " number BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+      });
+    });
+    if (!create.ok()) return create;
+    for (const Migration& m : Migrations()) {
+      Status st = Transaction(true, [&](PgConn& c) {
+        return c.Guard([&] {
+          c.tx().exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLock) + ")");
+          pqxx::result done =
+              c.tx().exec_params("SELECT 1 FROM schema_migrations WHERE number = $1", m.number);
+          if (!done.empty()) return;
+          c.tx().exec(PostgresMigrationSql(m));
+          c.tx().exec_params(
+              "INSERT INTO schema_migrations (number, name, applied_at) VALUES ($1, $2, $3)",
+              m.number, std::string(m.name),
+              static_cast<int64_t>(ToUnixMillis(std::chrono::system_clock::now())));
+        });
+      });
+      if (!st.ok()) {
+        return Status::Internal("migration " + std::to_string(m.number) +
+                                " failed: " + st.message());
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::string url_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<PgConn>> idle_;
+  size_t open_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url) {
+  auto store = std::make_unique<PgStore>(url);
+  CORTEX_RETURN_IF_ERROR(store->Init());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace cortex
