@@ -193,7 +193,9 @@ int CmdTrustSet(const std::string& data, const std::string& workspace, const std
       }
     }
     CORTEX_RETURN_IF_ERROR(tx.SetTrust(ws->id, t));
-    av = NewId("av_", ProcessClock());
+    auto locked = tx.GetWorkspace(ws->id);  // read after SetTrust locked the workspace
+    if (!locked.ok()) return locked.status();
+    av = NewIdAfter("av_", ProcessClock(), locked->agent_version);
     return tx.SetAgentVersion(ws->id, av);
   });
   if (!st.ok()) return Fail(st);

@@ -60,6 +60,26 @@ TEST(IdsTest, LaterClockSortsLater) {
   EXPECT_LT(a, b);
 }
 
+// Another instance whose clock runs ahead minted the current version: the next one must
+// still sort after it.
+TEST(IdsTest, NewIdAfterStaysAboveAVersionFromAFasterClock) {
+  FixedClock clock(*ParseTime("2026-06-10T14:32:00Z"));
+  std::string ahead = IdFloor("wv_", *ParseTime("2026-06-10T14:33:00Z"));
+  std::string next = NewIdAfter("wv_", clock, ahead);
+  EXPECT_GT(next, ahead);
+  EXPECT_TRUE(IsId(next, "wv_"));
+  EXPECT_EQ(next.substr(0, next.size() - 1), ahead.substr(0, ahead.size() - 1));
+  // A carry through trailing 'Z's.
+  std::string zs = ahead.substr(0, ahead.size() - 2) + "ZZ";
+  std::string after_zs = NewIdAfter("wv_", clock, zs);
+  EXPECT_GT(after_zs, zs);
+  EXPECT_TRUE(IsId(after_zs, "wv_"));
+  // An older previous version: a fresh id from the clock.
+  std::string old = IdFloor("wv_", *ParseTime("2026-06-10T14:00:00Z"));
+  std::string fresh = NewIdAfter("wv_", clock, old);
+  EXPECT_GT(fresh, IdFloor("wv_", clock.Now()));
+}
+
 TEST(CryptoTest, Sha256KnownAnswer) {
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   std::string out;

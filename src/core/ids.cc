@@ -59,6 +59,21 @@ std::string NewId(std::string_view prefix, const Clock& clock) {
   return out;
 }
 
+std::string NewIdAfter(std::string_view prefix, const Clock& clock, std::string_view previous) {
+  std::string id = NewId(prefix, clock);
+  if (id > previous || !IsId(previous, prefix)) return id;
+  std::string next(previous);
+  for (size_t i = next.size(); i-- > prefix.size();) {  // add one, base 32, with carry
+    const char* digit = std::find(kCrockford, kCrockford + 32, next[i]);
+    if (*digit != 'Z') {
+      next[i] = digit[1];
+      return next;
+    }
+    next[i] = '0';
+  }
+  return id;  // all 'Z': not a ULID IsId accepts, so unreachable
+}
+
 std::string IdFloor(std::string_view prefix, TimePoint t) {
   int64_t ms = std::max<int64_t>(0, ToUnixMillis(t));
   std::string out(prefix);

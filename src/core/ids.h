@@ -12,6 +12,11 @@ namespace cortex {
 // even within one millisecond. Thread-safe.
 std::string NewId(std::string_view prefix, const Clock& clock);
 
+// A new id greater than `previous` (an id with the same prefix, or empty): for versions
+// that must keep increasing when several processes mint them, whose clocks or
+// same-millisecond ids need not agree. Usually NewId(); otherwise `previous` plus one.
+std::string NewIdAfter(std::string_view prefix, const Clock& clock, std::string_view previous);
+
 // The smallest id with `prefix` minted at time `t`: ids minted at or after `t` compare
 // greater or equal, ids minted before compare less.
 std::string IdFloor(std::string_view prefix, TimePoint t);

@@ -143,7 +143,9 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       } else {
         who = Entity{NewId("entity_", clock_), ws, "person", *ident, {*ident}, {}, now};
         CORTEX_RETURN_IF_ERROR(tx.InsertEntity(*who));
-        world_version = NewId("wv_", clock_);
+        auto workspace = tx.GetWorkspace(ws);
+        if (!workspace.ok()) return workspace.status();
+        world_version = NewIdAfter("wv_", clock_, workspace->world_version);
         CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws, world_version));
         new_entity = true;
       }

@@ -180,7 +180,7 @@ class BatchWriter {
     if (!workspace.ok()) return workspace.status();
     // Episodes are stamped with the version this batch creates; it is only published on
     // the workspace if the batch changes something.
-    std::string wv = NewId("wv_", clock_);
+    std::string wv = NewIdAfter("wv_", clock_, workspace->world_version);
     for (const Line& line : lines) {
       Status st = std::holds_alternative<EntityLine>(line.item)
                       ? ApplyEntity(std::get<EntityLine>(line.item))

@@ -504,7 +504,7 @@ Result<ImportReport> ImportRules(Store& store, const Clock& clock, const std::st
     report.settings_changed = SettingsToJson(*settings) != SettingsToJson(file->settings);
     if (report.settings_changed) CORTEX_RETURN_IF_ERROR(tx.SetSettings(ws_id, file->settings));
     if (report.added || report.retired || report.settings_changed) {
-      report.agent_version = NewId("av_", clock);
+      report.agent_version = NewIdAfter("av_", clock, ws->agent_version);
       CORTEX_RETURN_IF_ERROR(tx.SetAgentVersion(ws_id, report.agent_version));
     } else {
       report.agent_version = ws->agent_version;

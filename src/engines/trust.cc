@@ -69,10 +69,10 @@ Result<Decision> Transition(WriteTx& tx, const Clock& clock, const std::string& 
                             const std::vector<std::string>& evidence) {
   TrustSetting setting{cls, "entity:" + who.id, to, std::nullopt, clock.Now()};
   CORTEX_RETURN_IF_ERROR(tx.SetTrust(ws, setting));
-  std::string av = NewId("av_", clock);
-  CORTEX_RETURN_IF_ERROR(tx.SetAgentVersion(ws, av));
   auto workspace = tx.GetWorkspace(ws);
   if (!workspace.ok()) return workspace.status();
+  std::string av = NewIdAfter("av_", clock, workspace->agent_version);
+  CORTEX_RETURN_IF_ERROR(tx.SetAgentVersion(ws, av));
   Rule basis;  // confidence from the evidence behind the move
   basis.support = static_cast<int64_t>(evidence.size());
   Decision d;
