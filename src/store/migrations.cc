@@ -209,6 +209,7 @@ CREATE TABLE delivered_messages (
   delivered_at INTEGER NOT NULL
 );
 )sql"},
+      // Rebuilds inference_usage: with several instances, stop them all while it runs.
       {4, "quotas: per-workspace limits; inference units per token", R"sql(
 CREATE TABLE quota_limits (
   workspace_id TEXT NOT NULL REFERENCES workspaces(id),
