@@ -118,13 +118,20 @@ Result<std::optional<QuotaExceeded>> CallQuotas::Admit(const std::string& ws,
     // are checked and counted one at a time against the same totals.
     std::string minute_key = "m" + std::to_string(minute), day_key = "d" + std::to_string(day);
     std::optional<QuotaExceeded> over;
-    Status st = shared_->Write([&](WriteTx& tx) -> Status {
-      auto used = tx.GetCallCounts(ws, token, minute_key, day_key);
-      if (!used.ok()) return used.status();
-      over = FirstSpent(*used, limits, minute_left, day_left);
-      if (over) return Status::Ok();  // a refused call counts against nothing
-      return tx.AddCall(ws, token, minute_key, day_key);
-    });
+    // Relaxed durability: a database crash may forget the last moment's counts, which
+    // is cheaper than an fsync per tool call.
+    Status st = shared_->Write(
+        [&](WriteTx& tx) -> Status {
+          auto used = tx.GetCallCounts(ws, token, minute_key, day_key);
+          if (!used.ok()) return used.status();
+          over = FirstSpent(*used, limits, minute_left, day_left);
+          if (over) return Status::Ok();      // a refused call counts against nothing
+          if (used->workspace_minute == 0) {  // the workspace's first call this minute
+            CORTEX_RETURN_IF_ERROR(tx.DropOtherCallPeriods(ws, minute_key, day_key));
+          }
+          return tx.AddCall(ws, token, minute_key, day_key);
+        },
+        Store::Durability::kRelaxed);
     if (!st.ok()) return st;
     return over;
   }

@@ -216,8 +216,16 @@ class PgStore final : public Store {
     return Transaction(/*write=*/false, [&](PgConn& c) { return fn(*NewSqlTx(c)); });
   }
 
-  Status Write(const std::function<Status(WriteTx&)>& fn) override {
-    return Transaction(/*write=*/true, [&](PgConn& c) { return fn(*NewSqlTx(c)); });
+  Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) override {
+    return Transaction(/*write=*/true, [&](PgConn& c) -> Status {
+      if (durability == Durability::kRelaxed) {
+        // The commit returns before its WAL record is flushed (PostgreSQL's asynchronous
+        // commit): no fsync wait for bookkeeping such as call counts.
+        CORTEX_RETURN_IF_ERROR(
+            c.Guard([&] { c.tx().exec("SET LOCAL synchronous_commit TO OFF"); }));
+      }
+      return fn(*NewSqlTx(c));
+    });
   }
 
   Result<int> SchemaVersion() override {

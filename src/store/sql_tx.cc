@@ -916,16 +916,18 @@ class SqlTx final : public WriteTx {
   Status AddCall(const std::string& ws, const std::string& token_id, const std::string& minute,
                  const std::string& day) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    {
-      Stmt drop =
-          c_.Prepare("DELETE FROM call_counts WHERE workspace_id = ? AND period NOT IN (?, ?)");
-      CORTEX_RETURN_IF_ERROR(drop.Bind(1, ws).Bind(2, minute).Bind(3, day).Run());
-    }
     Stmt add = c_.Prepare(
         "INSERT INTO call_counts (workspace_id, subject, period, calls)"
         " VALUES (?1, '*', ?3, 1), (?1, '*', ?4, 1), (?1, ?2, ?3, 1), (?1, ?2, ?4, 1)"
         " ON CONFLICT (workspace_id, subject, period) DO UPDATE SET calls = call_counts.calls + 1");
     return add.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day).Run();
+  }
+
+  Status DropOtherCallPeriods(const std::string& ws, const std::string& minute,
+                              const std::string& day) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    Stmt s = c_.Prepare("DELETE FROM call_counts WHERE workspace_id = ? AND period NOT IN (?, ?)");
+    return s.Bind(1, ws).Bind(2, minute).Bind(3, day).Run();
   }
 
   Status SetDecisionStatus(const std::string& ws, const std::string& id,

@@ -172,7 +172,8 @@ class SqliteStore final : public Store {
   // progress leads, running every queued function in one transaction (each inside its own
   // savepoint, so one failing rolls back only itself) and committing once. One fsync then
   // makes a whole batch durable, and every caller returns only after that commit.
-  Status Write(const std::function<Status(WriteTx&)>& fn) override {
+  // Every SQLite commit is synced: writes share one fsync per batch anyway.
+  Status Write(const std::function<Status(WriteTx&)>& fn, Durability) override {
     PendingWrite me;
     me.fn = &fn;
     std::unique_lock<std::mutex> lock(queue_mu_);

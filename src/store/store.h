@@ -194,10 +194,12 @@ class WriteTx : public ReadTx {
   virtual Result<bool> DeleteSession(const std::string& ws, const std::string& id) = 0;
   // Forgets sessions last used before `before`.
   virtual Status DeleteIdleSessions(TimePoint before) = 0;
-  // Counts one call of `token_id` in `ws` in periods `minute` and `day`; counts of other
-  // periods of `ws` are dropped when a new minute starts.
+  // Counts one call of `token_id` in `ws` in periods `minute` and `day`.
   virtual Status AddCall(const std::string& ws, const std::string& token_id,
                          const std::string& minute, const std::string& day) = 0;
+  // Forgets the counts of `ws` in periods other than `minute` and `day`.
+  virtual Status DropOtherCallPeriods(const std::string& ws, const std::string& minute,
+                                      const std::string& day) = 0;
 };
 
 class Store {
@@ -207,9 +209,18 @@ class Store {
   // Runs `fn` on a consistent snapshot. Thread-safe; readers run concurrently.
   virtual Status Read(const std::function<Status(ReadTx&)>& fn) = 0;
 
-  // Runs `fn` in one write transaction: committed (durably) iff `fn` returns OK, rolled
-  // back entirely otherwise. Thread-safe.
-  virtual Status Write(const std::function<Status(WriteTx&)>& fn) = 0;
+  // How a commit must reach the disk before Write() returns.
+  enum class Durability {
+    kSynced,   // flushed: survives a crash of this process, the database or the machine
+    kRelaxed,  // may be lost if the database server itself crashes within a moment of the
+               // commit: only for bookkeeping cheaper to lose than to flush (tool-call
+               // counts); never for anything a caller acknowledges
+  };
+
+  // Runs `fn` in one write transaction: committed iff `fn` returns OK, rolled back entirely
+  // otherwise. Thread-safe.
+  virtual Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) = 0;
+  Status Write(const std::function<Status(WriteTx&)>& fn) { return Write(fn, Durability::kSynced); }
 
   // The highest migration applied.
   virtual Result<int> SchemaVersion() = 0;
