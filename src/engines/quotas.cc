@@ -110,8 +110,10 @@ Result<std::optional<QuotaExceeded>> CallQuotas::Admit(const std::string& ws,
                                                        const QuotaLimits& limits,
                                                        int utc_offset_minutes) {
   int64_t now_ms = ToUnixMillis(clock_.Now());
-  auto [minute, minute_left] = WindowOf(now_ms, kMinuteMs);
-  auto [day, day_left] = WindowOf(now_ms, kDayMs, int64_t{utc_offset_minutes} * kMinuteMs);
+  const auto m = WindowOf(now_ms, kMinuteMs);
+  const auto d = WindowOf(now_ms, kDayMs, int64_t{utc_offset_minutes} * kMinuteMs);
+  const int64_t minute = m.number, day = d.number;
+  const int minute_left = m.seconds_left, day_left = d.seconds_left;
 
   if (shared_ != nullptr) {
     // Counted in the store: the write locks the workspace, so calls through every instance

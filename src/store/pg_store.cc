@@ -243,28 +243,33 @@ class PgStore final : public Store {
   bool MultiInstance() const override { return true; }
 
  private:
+  // A pooled connection, returned to the pool (or dropped, if it broke) however the
+  // transaction ends; an open transaction is rolled back first.
+  class Lease {
+   public:
+    Lease(PgStore& store, std::unique_ptr<PgConn> conn) : store_(store), conn_(std::move(conn)) {}
+    ~Lease() {
+      conn_->Abort();
+      store_.Release(std::move(conn_));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    PgConn& operator*() { return *conn_; }
+
+   private:
+    PgStore& store_;
+    std::unique_ptr<PgConn> conn_;
+  };
+
   template <typename Fn>
   Status Transaction(bool write, Fn&& fn) {
     auto conn = Acquire();
     if (!conn.ok()) return conn.status();
-    PgConn& c = **conn;
-    Status st = c.Guard([&] { c.Begin(write); });
-    if (st.ok()) {
-      try {
-        st = fn(c);
-      } catch (...) {
-        c.Abort();
-        Release(std::move(*conn));
-        throw;
-      }
-      if (st.ok()) {
-        st = c.Commit();
-      } else {
-        c.Abort();
-      }
-    }
-    Release(std::move(*conn));
-    return st;
+    Lease lease(*this, std::move(*conn));
+    PgConn& c = *lease;
+    CORTEX_RETURN_IF_ERROR(c.Guard([&] { c.Begin(write); }));
+    CORTEX_RETURN_IF_ERROR(fn(c));
+    return c.Commit();
   }
 
   Result<std::unique_ptr<PgConn>> Acquire() {
