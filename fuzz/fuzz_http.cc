@@ -89,5 +89,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (res.content_type == "application/json" && !IsValidUtf8(res.body)) std::abort();
   // A handler that threw, or a result that broke its own outputSchema.
   if (log.status == "internal_error") std::abort();
+  // Sessions persist in the store (and the clock stands still, so none expires): end the
+  // one this input opened, or a long run would fill the table to limits::kMaxSessions.
+  for (const auto& header : res.headers) {
+    if (header.first != "Mcp-Session-Id") continue;
+    const std::string& ws = fuzz::World().demo.id;
+    Status st = fuzz::World().store->Write(
+        [&](WriteTx& tx) { return tx.DeleteSession(ws, header.second).status(); });
+    if (!st.ok()) std::abort();
+  }
   return 0;
 }
