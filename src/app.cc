@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/limits.h"
 #include "core/metrics.h"
+#include "core/time.h"
 #include "engines/config.h"
 #include "engines/delivery.h"
 #include "engines/tokens.h"
@@ -34,6 +36,7 @@ class BackgroundWork {
   BackgroundWork(Store& store, const Clock& clock, const EngineConfig& config, Connector& connector)
       : actions_(store, clock, config.actions),
         dispatcher_(store, clock, connector, config.delivery),
+        store_(store),
         clock_(clock),
         thread_([this] { Loop(); }) {}
   ~BackgroundWork() {
@@ -57,6 +60,7 @@ class BackgroundWork {
         if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
         auto sent = dispatcher_.RunOnce(clock_.Now());
         if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
+        SweepOnceAMinute();
       } catch (const std::exception& e) {
         spdlog::error("background work failed: {}", e.what());
       }
@@ -65,9 +69,27 @@ class BackgroundWork {
     }
   }
 
+  // Forgets sessions idle past their expiry and call counts of past minutes and days.
+  // Every instance sweeps; a sweep that collides with another's just tries next time.
+  void SweepOnceAMinute() {
+    TimePoint now = clock_.Now();
+    if (now - last_sweep_ < std::chrono::minutes(1)) return;
+    last_sweep_ = now;
+    int64_t minute = ToUnixMillis(now) / 60'000;
+    // Local days run up to 14 h ahead of or behind UTC: keep two days either side.
+    int64_t day = ToUnixMillis(now) / 86'400'000 - 2;
+    Status st = store_.Write([&](WriteTx& tx) -> Status {
+      CORTEX_RETURN_IF_ERROR(tx.DeleteIdleSessions(now - limits::kSessionIdleExpiry));
+      return tx.DeleteCallCountsBefore(minute - 1, day);
+    });
+    if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
+  }
+
   ActionEngine actions_;
   Dispatcher dispatcher_;
+  Store& store_;
   const Clock& clock_;
+  TimePoint last_sweep_{};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

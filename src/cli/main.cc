@@ -9,6 +9,7 @@
 #include "app.h"
 #include "cli/commands.h"
 #include "core/log.h"
+#include "store/store.h"
 #include "tools/cortex_tools.h"
 
 int main(int argc, char** argv) {
@@ -21,13 +22,28 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
 
   std::string data_dir;  // the store: a SQLite data directory or a postgresql:// URL
+  std::string database_url;
   auto add_data = [&](CLI::App* cmd) {
-    auto* store = cmd->add_option_group("store", "Where the data lives (one of)");
-    store->add_option("--data", data_dir, "Data directory (the embedded SQLite store)");
-    store
-        ->add_option("--database", data_dir, "PostgreSQL URL, postgresql://... (several instances)")
-        ->envname("CORTEX_DATABASE");
-    store->require_option(1);
+    auto* dir = cmd->add_option("--data", data_dir, "Data directory (the embedded SQLite store)");
+    auto* url = cmd->add_option("--database", database_url,
+                                "PostgreSQL URL, postgresql://... (default: $CORTEX_DATABASE)");
+    dir->excludes(url);
+    // An explicit --data wins over CORTEX_DATABASE, so a shell that exports it can still
+    // work on a local SQLite store.
+    cmd->parse_complete_callback([&] {
+      if (data_dir.empty() && database_url.empty()) {
+        if (const char* env = std::getenv("CORTEX_DATABASE")) database_url = env;
+      }
+      if (!database_url.empty()) {
+        if (!IsPostgresUrl(database_url)) {
+          throw CLI::ValidationError("--database", "expected a postgresql:// or postgres:// URL");
+        }
+        data_dir = database_url;
+      }
+      if (data_dir.empty()) {
+        throw CLI::RequiredError("--data DIR or --database URL (or CORTEX_DATABASE)");
+      }
+    });
   };
   int rc = 0;
 

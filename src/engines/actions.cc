@@ -143,9 +143,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       } else {
         who = Entity{NewId("entity_", clock_), ws, "person", *ident, {*ident}, {}, now};
         CORTEX_RETURN_IF_ERROR(tx.InsertEntity(*who));
-        auto workspace = tx.GetWorkspace(ws);
-        if (!workspace.ok()) return workspace.status();
-        world_version = NewIdAfter("wv_", clock_, workspace->world_version);
+        world_version = NewIdAfter("wv_", clock_, world_version);
         CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws, world_version));
         new_entity = true;
       }

@@ -35,14 +35,13 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
   for (OutboxItem& item : due) {
     bool leased = false;
     Status lease = store_.Write([&](WriteTx& tx) {
-      auto l =
-          tx.LeaseOutbox(item.action_id, now, now + std::chrono::seconds(config_.lease_seconds));
+      auto l = tx.LeaseOutbox(item, now, now + std::chrono::seconds(config_.lease_seconds));
       if (!l.ok()) return l.status();
       leased = *l;
       return Status::Ok();
     });
     if (!lease.ok()) return lease;  // the store itself is failing: try again next tick
-    if (!leased) continue;          // another process has it
+    if (!leased) continue;          // another process has it, or attempted it since we read
 
     Status sent = connector_.Deliver(item);  // outside any transaction
     TimePoint at = clock_.Now();

@@ -116,26 +116,27 @@ Result<std::optional<QuotaExceeded>> CallQuotas::Admit(const std::string& ws,
   const int minute_left = m.seconds_left, day_left = d.seconds_left;
 
   if (shared_ != nullptr) {
-    // Counted in the store: the write locks the workspace, so calls through every instance
-    // are checked and counted one at a time against the same totals.
-    std::string minute_key = "m" + std::to_string(minute), day_key = "d" + std::to_string(day);
+    // Counted in the store: the call is counted first (the counters' row locks order
+    // concurrent calls on every instance), then checked; a refused call's count is rolled
+    // back with its transaction. Relaxed durability: a database crash may forget the last
+    // moment's counts, which is cheaper than an fsync per tool call.
     std::optional<QuotaExceeded> over;
-    // Relaxed durability: a database crash may forget the last moment's counts, which
-    // is cheaper than an fsync per tool call.
     Status st = shared_->Write(
         [&](WriteTx& tx) -> Status {
-          auto used = tx.GetCallCounts(ws, token, minute_key, day_key);
-          if (!used.ok()) return used.status();
-          over = FirstSpent(*used, limits, minute_left, day_left);
-          if (over) return Status::Ok();      // a refused call counts against nothing
-          if (used->workspace_minute == 0) {  // the workspace's first call this minute
-            CORTEX_RETURN_IF_ERROR(tx.DropOtherCallPeriods(ws, minute_key, day_key));
+          auto counted = tx.CountCall(ws, token, minute, day);
+          if (!counted.ok()) return counted.status();
+          CallCounts before = *counted;  // without this call
+          for (int64_t* n : {&before.workspace_minute, &before.workspace_day, &before.token_minute,
+                             &before.token_day}) {
+            --*n;
           }
-          return tx.AddCall(ws, token, minute_key, day_key);
+          over = FirstSpent(before, limits, minute_left, day_left);
+          return over ? Status::Conflict("quota reached") : Status::Ok();
         },
         Store::Durability::kRelaxed);
+    if (over) return over;
     if (!st.ok()) return st;
-    return over;
+    return std::optional<QuotaExceeded>();
   }
 
   std::lock_guard<std::mutex> lock(mu_);

@@ -66,7 +66,7 @@ Result<Workspace> FindWorkspace(Store& store, const std::string& name) {
 Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::string& name) {
   CORTEX_RETURN_IF_ERROR(ValidateWorkspaceName(name));
   std::optional<Workspace> out;
-  Status st = store.Write([&](WriteTx& tx) {
+  auto find_or_create = [&](WriteTx& tx) {
     auto existing = tx.FindWorkspaceByName(name);
     if (existing.ok()) {
       out = std::move(*existing);
@@ -77,7 +77,11 @@ Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::s
     CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
     out = std::move(w);
     return Status::Ok();
-  });
+  };
+  Status st = store.Write(find_or_create);
+  // Another process (a second instance on PostgreSQL) created it between our look-up and
+  // our insert: now the look-up finds it.
+  if (st.code() == Code::kConflict) st = store.Write(find_or_create);
   if (!st.ok()) return st;
   return *out;
 }

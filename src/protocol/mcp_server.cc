@@ -365,9 +365,8 @@ Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, 
   TimePoint now = clock_.Now();
   bool opened = false;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
-    TimePoint idle_since = now - limits::kSessionIdleExpiry;
-    CORTEX_RETURN_IF_ERROR(tx.DeleteIdleSessions(idle_since));
-    auto active = tx.CountSessions(idle_since);
+    // Idle sessions are swept by the background loop (app.cc); here they just don't count.
+    auto active = tx.CountSessions(now - limits::kSessionIdleExpiry);
     if (!active.ok()) return active.status();
     opened = *active < static_cast<int64_t>(limits::kMaxSessions);
     if (!opened) return Status::Ok();

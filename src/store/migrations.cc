@@ -239,11 +239,13 @@ CREATE TABLE mcp_sessions (
 CREATE INDEX mcp_sessions_by_last_used ON mcp_sessions(last_used);
 CREATE TABLE call_counts (
   workspace_id TEXT NOT NULL REFERENCES workspaces(id),
-  subject      TEXT NOT NULL,  -- '*' for the workspace, else a token id ('' if none)
-  period       TEXT NOT NULL,  -- 'm<minute number>' or 'd<local date>'
+  subject      TEXT NOT NULL,     -- '*' for the workspace, else a token id ('' if none)
+  unit         TEXT NOT NULL,     -- 'minute' or 'day'
+  period       INTEGER NOT NULL,  -- minutes since the epoch, or the workspace's local day number
   calls        INTEGER NOT NULL,
-  PRIMARY KEY (workspace_id, subject, period)
+  PRIMARY KEY (workspace_id, subject, unit, period)
 ) WITHOUT ROWID;
+CREATE INDEX call_counts_by_period ON call_counts(unit, period);
 )sql"},
   };
   return kMigrations;

@@ -9,7 +9,8 @@
 //     committed before it, as in SQLite's single writer; writes to different workspaces run
 //     in parallel. Conditional updates (TransitionAction, LeaseOutbox) make scheduled work
 //     execute once whichever instance gets there first.
-//   - Commits are durable when they return (PostgreSQL's synchronous_commit default).
+//   - Commits are durable when they return (PostgreSQL's synchronous_commit default),
+//     except writes asking for Durability::kRelaxed (tool-call counts).
 #include <condition_variable>
 #include <mutex>
 #include <pqxx/pqxx>
@@ -104,11 +105,18 @@ class PgStatement final : public SqlStatement {
 
 class PgConn final : public SqlConn {
  public:
-  explicit PgConn(const std::string& url) : conn_(url) {}
+  explicit PgConn(const std::string& url) : conn_(url) {
+    // A writer that stalls (a paused instance holding a workspace lock) must not stall
+    // every instance forever: waits for a lock end after 30 s with "try again", and a
+    // transaction left idle for a minute is ended by the server.
+    pqxx::nontransaction setup(conn_);
+    setup.exec("SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'");
+  }
 
   // Begins a transaction: a read-only snapshot, or a write that locks workspaces.
   void Begin(bool write) {
     entered_.clear();
+    failed_ = Status::Ok();
     write_ = write;
     if (write) {
       tx_ = std::make_unique<pqxx::transaction<pqxx::read_committed>>(conn_);
@@ -169,10 +177,16 @@ class PgConn final : public SqlConn {
     }
   }
 
-  pqxx::result Exec(const std::string& name, const std::vector<const char*>& params) {
-    pqxx::result r = tx_->exec_prepared(name, pqxx::prepare::make_dynamic_params(params));
-    changes_ = r.affected_rows();
-    return r;
+  // Runs prepared statement `name`. After a failed statement PostgreSQL refuses the rest
+  // of the transaction ("current transaction is aborted"): later statements report the
+  // first failure instead, so the caller sees what actually went wrong.
+  Status Exec(const std::string& name, const std::vector<const char*>& params, pqxx::result* out) {
+    if (!failed_.ok()) return failed_;
+    failed_ = Guard([&] {
+      *out = tx_->exec_prepared(name, pqxx::prepare::make_dynamic_params(params));
+      changes_ = out->affected_rows();
+    });
+    return failed_;
   }
 
   // Statements outside the prepared cache (migrations).
@@ -184,6 +198,7 @@ class PgConn final : public SqlConn {
   bool write_ = false;
   bool broken_ = false;
   int64_t changes_ = 0;
+  Status failed_;  // the first failed statement of the open transaction
   std::set<std::string> entered_;
   struct Hash {
     using is_transparent = void;
@@ -198,7 +213,7 @@ bool PgStatement::Step(Status* status) {
   row_ = 0;
   std::vector<const char*> params(values_.size());
   for (size_t i = 0; i < values_.size(); ++i) params[i] = null_[i] ? nullptr : values_[i].c_str();
-  Status st = conn_.Guard([&] { result_ = conn_.Exec(name_, params); });
+  Status st = conn_.Exec(name_, params, &result_);
   if (!st.ok()) {
     *status = st;
     return false;

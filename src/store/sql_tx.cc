@@ -870,27 +870,9 @@ class SqlTx final : public WriteTx {
     return n;
   }
 
-  Result<CallCounts> GetCallCounts(const std::string& ws, const std::string& token_id,
-                                   const std::string& minute, const std::string& day) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare(
-        "SELECT subject, period, calls FROM call_counts WHERE workspace_id = ?"
-        " AND subject IN ('*', ?) AND period IN (?, ?)");
-    s.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day);
-    CallCounts out;
-    Status st;
-    while (s.Step(&st)) {
-      bool workspace = s.Text(0) == "*", is_minute = s.Text(1) == minute;
-      int64_t& slot = workspace ? (is_minute ? out.workspace_minute : out.workspace_day)
-                                : (is_minute ? out.token_minute : out.token_day);
-      slot = s.Int(2);
-    }
-    CORTEX_RETURN_IF_ERROR(st);
-    return out;
-  }
-
+  // Sessions take no workspace lock: opening or ending one never waits behind a long
+  // write to the workspace.
   Status InsertSession(const McpSession& m) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(m.workspace_id));
     Stmt s = c_.Prepare(
         "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used) VALUES (?, ?, ?, ?)");
     return s.Bind(1, m.id).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
@@ -902,7 +884,6 @@ class SqlTx final : public WriteTx {
   }
 
   Result<bool> DeleteSession(const std::string& ws, const std::string& id) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     Stmt s = c_.Prepare("DELETE FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
     CORTEX_RETURN_IF_ERROR(s.Bind(1, id).Bind(2, ws).Run());
     return Changes() == 1;
@@ -913,21 +894,34 @@ class SqlTx final : public WriteTx {
     return s.Bind(1, before).Run();
   }
 
-  Status AddCall(const std::string& ws, const std::string& token_id, const std::string& minute,
-                 const std::string& day) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt add = c_.Prepare(
-        "INSERT INTO call_counts (workspace_id, subject, period, calls)"
-        " VALUES (?1, '*', ?3, 1), (?1, '*', ?4, 1), (?1, ?2, ?3, 1), (?1, ?2, ?4, 1)"
-        " ON CONFLICT (workspace_id, subject, period) DO UPDATE SET calls = call_counts.calls + 1");
-    return add.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day).Run();
+  Result<CallCounts> CountCall(const std::string& ws, const std::string& token_id, int64_t minute,
+                               int64_t day) override {
+    // No Enter(ws): the upsert's row locks on the counters are all the serialization
+    // counting needs.
+    Stmt s = c_.Prepare(
+        "INSERT INTO call_counts (workspace_id, subject, unit, period, calls) VALUES"
+        " (?1, '*', 'minute', ?3, 1), (?1, '*', 'day', ?4, 1),"
+        " (?1, ?2, 'minute', ?3, 1), (?1, ?2, 'day', ?4, 1)"
+        " ON CONFLICT (workspace_id, subject, unit, period)"
+        " DO UPDATE SET calls = call_counts.calls + 1 RETURNING subject, unit, calls");
+    s.Bind(1, ws).Bind(2, token_id).Bind(3, minute).Bind(4, day);
+    CallCounts out;
+    Status st;
+    while (s.Step(&st)) {
+      bool workspace = s.Text(0) == "*", is_minute = s.Text(1) == "minute";
+      int64_t& slot = workspace ? (is_minute ? out.workspace_minute : out.workspace_day)
+                                : (is_minute ? out.token_minute : out.token_day);
+      slot = s.Int(2);
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+    return out;
   }
 
-  Status DropOtherCallPeriods(const std::string& ws, const std::string& minute,
-                              const std::string& day) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare("DELETE FROM call_counts WHERE workspace_id = ? AND period NOT IN (?, ?)");
-    return s.Bind(1, ws).Bind(2, minute).Bind(3, day).Run();
+  Status DeleteCallCountsBefore(int64_t minute, int64_t day) override {
+    Stmt s = c_.Prepare(
+        "DELETE FROM call_counts WHERE (unit = 'minute' AND period < ?)"
+        " OR (unit = 'day' AND period < ?)");
+    return s.Bind(1, minute).Bind(2, day).Run();
   }
 
   Status SetDecisionStatus(const std::string& ws, const std::string& id,
@@ -1057,12 +1051,16 @@ class SqlTx final : public WriteTx {
         .Run();
   }
 
-  Result<bool> LeaseOutbox(const std::string& action_id, TimePoint now,
-                           TimePoint lease_until) override {
+  Result<bool> LeaseOutbox(const OutboxItem& seen, TimePoint now, TimePoint lease_until) override {
     Stmt s = c_.Prepare(
         "UPDATE outbox SET lease_until = ? WHERE action_id = ? AND status = 'pending'"
-        " AND (lease_until IS NULL OR lease_until <= ?)");
-    CORTEX_RETURN_IF_ERROR(s.Bind(1, lease_until).Bind(2, action_id).Bind(3, now).Run());
+        " AND attempts = ? AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)");
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, lease_until)
+                               .Bind(2, seen.action_id)
+                               .Bind(3, static_cast<int64_t>(seen.attempts))
+                               .Bind(4, now)
+                               .Bind(5, now)
+                               .Run());
     return Changes() == 1;
   }
 

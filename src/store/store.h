@@ -117,9 +117,6 @@ class ReadTx {
   virtual Result<std::optional<McpSession>> GetSession(const std::string& id) = 0;
   // Sessions used at or after `since`.
   virtual Result<int64_t> CountSessions(TimePoint since) = 0;
-  // Tool calls counted in periods `minute` and `day` (engines/quotas.cc names them).
-  virtual Result<CallCounts> GetCallCounts(const std::string& ws, const std::string& token_id,
-                                           const std::string& minute, const std::string& day) = 0;
 };
 
 // Reads and writes inside one write transaction.
@@ -180,9 +177,10 @@ class WriteTx : public ReadTx {
   virtual Status AppendLedger(const LedgerEntry& e) = 0;
 
   virtual Status InsertOutbox(const OutboxItem& item) = 0;
-  // Takes a lease on a pending outbox row until `lease_until`, unless another process holds
-  // one past `now`. Returns false if the row is leased elsewhere or no longer pending.
-  virtual Result<bool> LeaseOutbox(const std::string& action_id, TimePoint now,
+  // Takes a lease on outbox row `seen` until `lease_until` if it is still pending, due at
+  // `now`, not leased past `now`, and unchanged since `seen` was read (no other process has
+  // attempted it meanwhile). Returns false otherwise.
+  virtual Result<bool> LeaseOutbox(const OutboxItem& seen, TimePoint now,
                                    TimePoint lease_until) = 0;
   virtual Status UpdateOutbox(const OutboxItem& item, std::optional<TimePoint> delivered_at) = 0;
   // Records a delivered message once per action (idempotent: false if already recorded).
@@ -194,12 +192,14 @@ class WriteTx : public ReadTx {
   virtual Result<bool> DeleteSession(const std::string& ws, const std::string& id) = 0;
   // Forgets sessions last used before `before`.
   virtual Status DeleteIdleSessions(TimePoint before) = 0;
-  // Counts one call of `token_id` in `ws` in periods `minute` and `day`.
-  virtual Status AddCall(const std::string& ws, const std::string& token_id,
-                         const std::string& minute, const std::string& day) = 0;
-  // Forgets the counts of `ws` in periods other than `minute` and `day`.
-  virtual Status DropOtherCallPeriods(const std::string& ws, const std::string& minute,
-                                      const std::string& day) = 0;
+  // Counts one call of `token_id` in `ws` in minute `minute` and local day `day`, and
+  // returns the counts including it. Locks only the four counters, not the workspace, so
+  // counting never waits behind a long write to the workspace.
+  virtual Result<CallCounts> CountCall(const std::string& ws, const std::string& token_id,
+                                       int64_t minute, int64_t day) = 0;
+  // Forgets call counts of minutes before `minute` and days before `day`, in every
+  // workspace.
+  virtual Status DeleteCallCountsBefore(int64_t minute, int64_t day) = 0;
 };
 
 class Store {

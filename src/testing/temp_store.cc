@@ -76,7 +76,10 @@ TempStore::~TempStore() {
 void TempStore::Reopen() {
   store_.reset();
   auto s = OpenStore(location_);
-  if (!s.ok()) ADD_FAILURE() << s.status().ToString();
+  if (!s.ok()) {
+    ADD_FAILURE() << s.status().ToString();
+    return;
+  }
   store_ = std::move(*s);
 }
 
