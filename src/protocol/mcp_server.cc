@@ -82,7 +82,7 @@ const char* ErrorName(int code) {
 
 McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
   out.disposition = d;
-  out.status = ErrorName(error.code);
+  out.status = d == Disposition::kUnavailable ? "unavailable" : ErrorName(error.code);
   out.body = rpc::MakeError(id, error);
   return out;
 }
@@ -298,7 +298,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
     auto result = Initialize(params, auth, out);
     if (!result.ok()) {
-      return Fail(std::move(out), id, Disposition::kRejected,
+      return Fail(std::move(out), id, Disposition::kUnavailable,
                   {rpc::kInternalError, result.status().message(), {}});
     }
     out.body = rpc::MakeResult(id, std::move(*result));
@@ -315,8 +315,10 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   }
   auto live = UseSession(*req.session_id, auth);
   if (!live.ok()) {
-    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
-                {rpc::kInternalError, "Internal error: " + live.status().message(), {}});
+    spdlog::warn("session look-up: {}", live.status().message());
+    return Fail(
+        std::move(out), is_notification ? json(nullptr) : id, Disposition::kUnavailable,
+        {rpc::kInternalError, "Service unavailable: sessions cannot be checked now; retry", {}});
   }
   if (!*live) {
     return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kUnknownSession,
@@ -372,7 +374,10 @@ Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, 
     if (!opened) return Status::Ok();
     return tx.InsertSession(McpSession{session_id, auth.workspace_id, now, now});
   });
-  if (!st.ok()) return Status::Internal("Internal error: " + st.message());
+  if (!st.ok()) {
+    spdlog::warn("opening a session: {}", st.message());
+    return Status::Unavailable("Service unavailable: no session can be opened now; retry");
+  }
   if (!opened) return Status::Unavailable("Too many open sessions; try again later");
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
@@ -439,12 +444,11 @@ Result<bool> McpServer::UseSession(const std::string& id, const AuthContext& aut
   return true;
 }
 
-bool McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
-  auto live = UseSession(id, auth);
-  return live.ok() && *live;
+Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
+  return UseSession(id, auth);
 }
 
-bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
+Result<bool> McpServer::EndSession(const std::string& id, const AuthContext& auth) {
   bool deleted = false;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     auto gone = tx.DeleteSession(auth.workspace_id, id);
@@ -452,12 +456,11 @@ bool McpServer::EndSession(const std::string& id, const AuthContext& auth) {
     deleted = *gone;
     return Status::Ok();
   });
-  if (!st.ok()) spdlog::warn("ending session: {}", st.message());
+  if (!st.ok()) return st;
   return deleted;
 }
 
-bool McpServer::OpenStream(const std::string& id, const AuthContext& auth) {
-  if (!SessionExists(id, auth)) return false;
+bool McpServer::OpenStream(const std::string& id) {
   std::lock_guard<std::mutex> lock(streams_mu_);
   size_t& n = streams_[id];
   if (n >= limits::kMaxStreamsPerSession) return false;

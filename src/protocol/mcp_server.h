@@ -42,6 +42,7 @@ enum class Disposition {
   kRejected,        // the message itself was refused (malformed, unsupported, mismatched)
   kUnknownMethod,   // stateless era: the method does not exist
   kUnknownSession,  // session era: no such session (expired, deleted, or not yours)
+  kUnavailable,     // the store cannot answer now, or no session can be opened: retry later
 };
 
 struct McpRequest {
@@ -89,13 +90,14 @@ class McpServer {
   // Session era, HTTP. Sessions live in the store, so any instance serves any session.
   // Both return false for an unknown session or one that belongs to a different workspace
   // (the caller cannot tell the two apart).
-  bool SessionExists(const std::string& id, const AuthContext& auth);
-  bool EndSession(const std::string& id, const AuthContext& auth);
+  // An error means the store could not answer (not that the session is gone).
+  Result<bool> SessionExists(const std::string& id, const AuthContext& auth);
+  Result<bool> EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
   // Counts a GET /mcp stream of session `id` (streams are connections to this process):
-  // false if the session is unknown, not the caller's, or already has
-  // limits::kMaxStreamsPerSession streams open here.
-  bool OpenStream(const std::string& id, const AuthContext& auth);
+  // false if it already has limits::kMaxStreamsPerSession streams open here.
+  // REQUIRES: SessionExists(id, caller) said true.
+  bool OpenStream(const std::string& id);
   void CloseStream(const std::string& id);
 
  private:

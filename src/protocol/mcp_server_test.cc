@@ -89,9 +89,9 @@ TEST_F(McpServerTest, SessionEraNeedsASessionAndOnlyItsWorkspaceSeesIt) {
   EXPECT_EQ(none.body["error"]["code"], rpc::kSessionRequired);
   std::string sid = Initialize();
   AuthContext other{"ws_other", "beta", "tok_y", kScopeRead};
-  EXPECT_FALSE(server_->SessionExists(sid, other));
-  EXPECT_FALSE(server_->EndSession(sid, other));
-  EXPECT_TRUE(server_->EndSession(sid, auth_));
+  EXPECT_FALSE(*server_->SessionExists(sid, other));
+  EXPECT_FALSE(*server_->EndSession(sid, other));
+  EXPECT_TRUE(*server_->EndSession(sid, auth_));
   McpResponse gone = Send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/list"}}, sid);
   EXPECT_EQ(gone.disposition, Disposition::kUnknownSession);
   EXPECT_EQ(gone.body["error"]["code"], rpc::kSessionNotFound);

@@ -30,6 +30,16 @@ HttpResponse RpcProblem(int status, int code, const std::string& message) {
   return Json(status, rpc::MakeError(nullptr, rpc::Error{code, message, {}}));
 }
 
+// The store could not answer: a refusal the client may retry (never a 404, which would
+// tell it to forget its session).
+HttpResponse StoreUnavailable(RequestLog& log) {
+  log.status = "unavailable";
+  HttpResponse r =
+      RpcProblem(503, rpc::kInternalError, "Service unavailable: the store cannot answer; retry");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 // The host part of "host[:port]" / "[v6]:port", lowercased.
 std::string HostOnly(const std::string& hostport) {
   std::string h = AsciiLower(hostport);
@@ -77,6 +87,8 @@ int StatusFor(Disposition d) {
       return 404;
     case Disposition::kUnknownSession:
       return 404;
+    case Disposition::kUnavailable:
+      return 503;
   }
   return 500;
 }
@@ -252,11 +264,13 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
       return RpcProblem(406, rpc::kInvalidRequest,
                         "Not Acceptable: GET /mcp requires Accept: text/event-stream");
     }
-    if (!mcp_.SessionExists(*session, auth)) {
+    auto exists = mcp_.SessionExists(*session, auth);
+    if (!exists.ok()) return StoreUnavailable(log);
+    if (!*exists) {
       log.status = "session_not_found";
       return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
     }
-    if (!mcp_.OpenStream(*session, auth)) {
+    if (!mcp_.OpenStream(*session)) {
       log.status = "too_many_streams";
       HttpResponse r = RpcProblem(429, rpc::kInvalidRequest,
                                   "Too many open streams for this session (at most " +
@@ -282,7 +296,9 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
       r.headers.emplace_back("Allow", "POST, GET, DELETE");
       return r;
     }
-    if (!mcp_.EndSession(*session, auth)) {
+    auto ended = mcp_.EndSession(*session, auth);
+    if (!ended.ok()) return StoreUnavailable(log);
+    if (!*ended) {
       log.status = "session_not_found";
       return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
     }
@@ -332,6 +348,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
 
   HttpResponse r;
   r.status = StatusFor(mres.disposition);
+  if (mres.disposition == Disposition::kUnavailable) r.headers.emplace_back("Retry-After", "1");
   if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
   if (mres.body.is_null()) return r;  // 202 Accepted: no body
   bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty()) &&

@@ -22,7 +22,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     auto current = authenticate();
     if (!current.ok() && current.status().code() == Code::kUnauthorized) {
       spdlog::error("CORTEX_TOKEN: {}; stopping", current.status().message());
-      if (session) server.EndSession(*session, auth);
+      if (session) (void)server.EndSession(*session, auth);
       return 1;
     }
     if (!current.ok()) {  // the store is failing, not the token: refuse this message only
@@ -56,7 +56,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
       }
       if (!res.new_session_id.empty()) {
         // A new initialize replaces the old session: the process serves one client.
-        if (session) server.EndSession(*session, auth);
+        if (session) (void)server.EndSession(*session, auth);
         session = res.new_session_id;
       }
     }
@@ -70,7 +70,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
                  res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool,
                  res.status, seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
   }
-  if (session) server.EndSession(*session, auth);
+  if (session) (void)server.EndSession(*session, auth);
   return 0;
 }
 
