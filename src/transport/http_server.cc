@@ -1,6 +1,7 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
-// does no I/O.
+// does no socket I/O of its own: it blocks only on the store (and the model drafter), on
+// the worker thread.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
