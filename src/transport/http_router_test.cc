@@ -13,6 +13,34 @@ namespace {
 
 using nlohmann::json;
 
+// A store that stops answering after a given number of further transactions, as a
+// database going away under a running server would.
+class FlakyStore final : public Store {
+ public:
+  explicit FlakyStore(Store& real) : real_(real) {}
+  void FailAfter(int transactions) { left_ = transactions; }
+  void Heal() { left_ = -1; }
+
+  Status Read(const std::function<Status(ReadTx&)>& fn) override {
+    return Down() ? Status::Unavailable("store down") : real_.Read(fn);
+  }
+  Status Write(const std::function<Status(WriteTx&)>& fn, Durability d) override {
+    return Down() ? Status::Unavailable("store down") : real_.Write(fn, d);
+  }
+  Result<int> SchemaVersion() override { return real_.SchemaVersion(); }
+  bool MultiInstance() const override { return real_.MultiInstance(); }
+
+ private:
+  bool Down() {
+    if (left_ < 0) return false;
+    if (left_ == 0) return true;
+    --left_;
+    return false;
+  }
+  Store& real_;
+  int left_ = -1;
+};
+
 class HttpRouterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -131,6 +159,39 @@ TEST_F(HttpRouterTest, StatelessUnknownMethodIs404) {
   HttpResponse res = Send(r);
   EXPECT_EQ(res.status, 404);
   EXPECT_EQ(json::parse(res.body)["error"]["code"], rpc::kMethodNotFound);
+}
+
+// A session look-up the store cannot answer is "try again" (503), never "Session not
+// found" (404), which would tell the client to throw its session away.
+TEST_F(HttpRouterTest, AStoreThatCannotAnswerIsA503NotALostSession) {
+  FlakyStore flaky(*store_);
+  McpServer mcp(registry_, flaky, clock_, ServerInfo{});
+  HttpRouter router(mcp, flaky, clock_, metrics_, RouterOptions{}, AuthContext{});
+  RequestLog log;
+  std::string sid = *Find(router.Handle(Post("/mcp", Initialize(), token_), log), "Mcp-Session-Id");
+  HttpRequest list = Post("/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", token_);
+  list.headers.emplace_back("mcp-session-id", sid);
+  list.headers.emplace_back("mcp-protocol-version", "2025-11-25");
+  HttpRequest del{
+      "DELETE", "/mcp", {{"authorization", "Bearer " + token_}, {"mcp-session-id", sid}}, ""};
+  HttpRequest get = del;
+  get.method = "GET";
+  get.headers.emplace_back("accept", "text/event-stream");
+  for (const HttpRequest* req : {&list, &del, &get}) {
+    flaky.FailAfter(1);  // authentication answers; the session's own look-up does not
+    HttpResponse r = router.Handle(*req, log);
+    EXPECT_EQ(r.status, 503) << req->method << " " << r.body;
+    EXPECT_NE(Find(r, "Retry-After"), nullptr) << req->method;
+    EXPECT_EQ(r.body.find("store down"), std::string::npos) << r.body;  // no internals
+  }
+  flaky.FailAfter(1);
+  HttpResponse opened = router.Handle(Post("/mcp", Initialize(), token_), log);
+  EXPECT_EQ(opened.status, 503) << opened.body;
+  EXPECT_EQ(Find(opened, "Mcp-Session-Id"), nullptr);
+  // Back up: the session was never lost.
+  flaky.Heal();
+  EXPECT_EQ(router.Handle(list, log).status, 200);
+  EXPECT_EQ(router.Handle(del, log).status, 200);
 }
 
 TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
