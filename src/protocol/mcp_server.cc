@@ -313,7 +313,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
                 {rpc::kSessionRequired, msg, {}});
   }
-  auto live = UseSession(*req.session_id, auth);
+  auto live = SessionExists(*req.session_id, auth);
   if (!live.ok()) {
     spdlog::warn("session look-up: {}", live.status().message());
     return Fail(
@@ -422,7 +422,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   return std::move(reply).ToCallToolResult();
 }
 
-Result<bool> McpServer::UseSession(const std::string& id, const AuthContext& auth) {
+Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) {
   std::optional<McpSession> session;
   Status st = store_.Read([&](ReadTx& tx) -> Status {
     auto found = tx.GetSession(id);
@@ -431,21 +431,23 @@ Result<bool> McpServer::UseSession(const std::string& id, const AuthContext& aut
     return Status::Ok();
   });
   if (!st.ok()) return st;
-  TimePoint now = clock_.Now();
-  if (!session || session->workspace_id != auth.workspace_id ||
-      now - session->last_used > limits::kSessionIdleExpiry) {
-    return false;
+  if (session && clock_.Now() - session->last_used > limits::kSessionIdleExpiry) {
+    session.reset();  // expired; the background sweep deletes it
   }
-  // Refreshing last_used on every message would make every read a write; a minute's
-  // precision is plenty for a 24-hour idle expiry.
-  if (now - session->last_used >= limits::kSessionTouchInterval) {
-    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); }));
-  }
-  return true;
+  return session;
 }
 
 Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
-  return UseSession(id, auth);
+  auto session = LiveSession(id);
+  if (!session.ok()) return session.status();
+  if (!*session || (*session)->workspace_id != auth.workspace_id) return false;
+  // Refreshing last_used on every message would make every read a write; a minute's
+  // precision is plenty for a 24-hour idle expiry.
+  TimePoint now = clock_.Now();
+  if (now - (*session)->last_used >= limits::kSessionTouchInterval) {
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); }));
+  }
+  return true;
 }
 
 Result<bool> McpServer::EndSession(const std::string& id, const AuthContext& auth) {
@@ -475,16 +477,9 @@ void McpServer::CloseStream(const std::string& id) {
 }
 
 bool McpServer::HasSession(const std::string& id) {
-  std::optional<McpSession> session;
-  Status st = store_.Read([&](ReadTx& tx) -> Status {
-    auto found = tx.GetSession(id);
-    if (!found.ok()) return found.status();
-    session = std::move(*found);
-    return Status::Ok();
-  });
+  auto session = LiveSession(id);
   // A store that cannot answer keeps the stream: it will ask again at the next keep-alive.
-  if (!st.ok()) return true;
-  return session && clock_.Now() - session->last_used <= limits::kSessionIdleExpiry;
+  return !session.ok() || session->has_value();
 }
 
 }  // namespace cortex

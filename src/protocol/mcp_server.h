@@ -90,7 +90,8 @@ class McpServer {
   // Session era, HTTP. Sessions live in the store, so any instance serves any session.
   // Both return false for an unknown session or one that belongs to a different workspace
   // (the caller cannot tell the two apart).
-  // An error means the store could not answer (not that the session is gone).
+  // SessionExists also refreshes the session's last use. An error means the store could
+  // not answer (not that the session is gone).
   Result<bool> SessionExists(const std::string& id, const AuthContext& auth);
   Result<bool> EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
@@ -101,9 +102,8 @@ class McpServer {
   void CloseStream(const std::string& id);
 
  private:
-  // True if session `id` exists, is the caller's and has not expired; refreshes its
-  // last use.
-  Result<bool> UseSession(const std::string& id, const AuthContext& auth);
+  // Session `id` if it exists and has not expired (of any workspace).
+  Result<std::optional<McpSession>> LiveSession(const std::string& id);
   McpResponse HandleModern(const McpRequest& req, const nlohmann::json& id,
                            const std::string& method, const nlohmann::json& params,
                            bool is_notification, McpResponse out);
