@@ -91,9 +91,13 @@ class Conn final : public SqlConn {
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
     // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
     // speed and cost resident memory (bench/README.md).
+    // temp_store=MEMORY: the statement journal of each write's savepoint (group commit) and
+    // any sort stay in memory; on disk they were a temp file created and deleted per write.
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
+                                     "PRAGMA temp_store=MEMORY;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
+                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
+                                     "PRAGMA temp_store=MEMORY;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
     return c;
   }
