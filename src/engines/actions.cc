@@ -205,13 +205,17 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       f.decision_class = "triage";
       f.entity_id = who->id;
       f.min_id = IdFloor("dec_", now - kTriageLinkWindow);
-      auto recent = tx.ListDecisions(ws, f, 5);
-      if (!recent.ok()) return recent.status();
-      for (Decision& d : *recent) {
-        if (d.details.value("triage_class", "") != "handle_silently") {
-          triage = std::move(d);
-          break;
+      // Usually the latest one; past a few silent ones (newsletters), none.
+      for (int limit : {1, 5}) {
+        auto recent = tx.ListDecisions(ws, f, limit);
+        if (!recent.ok()) return recent.status();
+        for (Decision& d : *recent) {
+          if (d.details.value("triage_class", "") != "handle_silently") {
+            triage = std::move(d);
+            break;
+          }
         }
+        if (triage || static_cast<int>(recent->size()) < limit) break;
       }
     }
 

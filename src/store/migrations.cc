@@ -247,6 +247,12 @@ CREATE TABLE call_counts (
 ) WITHOUT ROWID;
 CREATE INDEX call_counts_by_period ON call_counts(unit, period);
 )sql"},
+      {6, "decisions by counterparty and class", R"sql(
+-- action.communicate looks for the counterparty's latest triage decision, and
+-- decision.list filters by counterparty and class: without the class in the index both
+-- read every decision of the counterparty's (its proposals too) to find a few.
+CREATE INDEX decisions_by_entity_class ON decisions(workspace_id, entity_id, class, id);
+)sql"},
   };
   return kMigrations;
 }

@@ -213,9 +213,9 @@ TEST_F(ReadToolsTest, AnotherWorkspacesIdsAreNotFound) {
 TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   if (store_.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
   sqlite3* db = nullptr;
-  ASSERT_EQ(
-      sqlite3_open_v2((store_.location() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
-      SQLITE_OK);
+  ASSERT_EQ(sqlite3_open_v2((store_.location() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr),
+            SQLITE_OK);
   auto plan = [&](const char* sql) {
     std::string out;
     sqlite3_stmt* s = nullptr;
@@ -239,6 +239,15 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
       "LIMIT 20");
   EXPECT_NE(list.find("USING INDEX decisions_by_class"), std::string::npos) << list;
   EXPECT_EQ(list.find("TEMP B-TREE"), std::string::npos) << list;  // no sort step
+  // A counterparty's latest decisions of one class (action.communicate's triage link).
+  std::string by_entity = plan(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' AND "
+      "entity_id = 'e' AND id >= 'dec_0' ORDER BY id DESC LIMIT 5");
+  EXPECT_NE(by_entity.find("USING INDEX decisions_by_entity_class (workspace_id=? AND "
+                           "entity_id=? AND class=? AND id>?)"),
+            std::string::npos)
+      << by_entity;
+  EXPECT_EQ(by_entity.find("TEMP B-TREE"), std::string::npos) << by_entity;
   sqlite3_close(db);
 }
 
