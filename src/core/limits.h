@@ -17,12 +17,15 @@ inline constexpr std::chrono::seconds kShutdownGrace{10};  // SIGTERM: finish in
 inline constexpr size_t kMaxConnections = 1024;            // open connections per server
 inline constexpr std::chrono::seconds kSseKeepAlive{15};   // comment line on idle streams
 inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses tracked at once
+// Requests that may write run on a pool of this many threads, off the I/O threads, so that
+// many writes can wait for one group commit together (at most this many per commit).
+inline constexpr int kWriteThreads = 64;
 
 // MCP sessions (protocol 2025-11-25 and earlier).
 inline constexpr size_t kMaxSessions = 10000;
 inline constexpr std::chrono::hours kSessionIdleExpiry{24};
 inline constexpr std::chrono::minutes kSessionTouchInterval{1};  // last_used precision
-inline constexpr size_t kMaxStreamsPerSession = 8;  // concurrent GET /mcp streams
+inline constexpr size_t kMaxStreamsPerSession = 8;               // concurrent GET /mcp streams
 
 // stdio: one JSON-RPC message per line.
 inline constexpr size_t kMaxStdioLineBytes = 1 << 20;

@@ -95,6 +95,8 @@ class McpServer {
   Result<bool> SessionExists(const std::string& id, const AuthContext& auth);
   Result<bool> EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
+  // Whether tool `name` only reads (unknown names: false).
+  bool IsReadOnlyTool(std::string_view name) const { return tools_.IsReadOnly(name); }
   // Counts a GET /mcp stream of session `id` (streams are connections to this process):
   // false if it already has limits::kMaxStreamsPerSession streams open here.
   // REQUIRES: SessionExists(id, caller) said true.

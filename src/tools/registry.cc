@@ -55,6 +55,13 @@ bool ToolRegistry::Has(const std::string& name) const {
   return false;
 }
 
+bool ToolRegistry::IsReadOnly(std::string_view name) const {
+  for (const Entry& e : tools_) {
+    if (e.def.name == name) return e.def.annotations.value("readOnlyHint", false);
+  }
+  return false;
+}
+
 ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {
   const Entry* entry = nullptr;
   for (const Entry& e : tools_) {

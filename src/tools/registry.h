@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -48,6 +49,8 @@ class ToolRegistry {
   // The tools/list entries, in registration order.
   const nlohmann::json& ListJson() const { return list_; }
   bool Has(const std::string& name) const;
+  // Whether tool `name` is declared read-only (annotation readOnlyHint); false if unknown.
+  bool IsReadOnly(std::string_view name) const;
 
   // Calls tool `name` (REQUIRES: Has(name)): checks scope, validates `args`, runs the
   // handler. Never throws: a handler's exception becomes an internal_error result.

@@ -200,6 +200,19 @@ std::string HttpRouter::RouteName(std::string_view method, std::string_view targ
   return std::string(known_method ? method : "OTHER") + " " + std::string(known ? path : "other");
 }
 
+bool HttpRouter::MayWrite(const HttpRequest& req) const {
+  if (req.method == "DELETE") return true;
+  if (req.method != "POST") return false;
+  std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+  if (path == "/v1/episodes") return true;
+  if (path != "/mcp") return false;
+  const std::string* method = req.Header("mcp-method");
+  if (method == nullptr) return true;
+  if (*method != "tools/call") return *method == "initialize";
+  const std::string* name = req.Header("mcp-name");
+  return name == nullptr || !mcp_.IsReadOnlyTool(*name);
+}
+
 HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   std::string path = req.target.substr(0, req.target.find('?'));
   log.route = RouteName(req.method, req.target);

@@ -65,6 +65,13 @@ class HttpRouter {
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
 
+  // Whether handling `req` may wait for a durable write: a tool call that is not read-only,
+  // an ingest, a session started or ended. The transport runs those off its I/O threads, so
+  // reads never queue behind a commit and concurrent writes share one. Decided from the
+  // method, path and the Mcp-Method / Mcp-Name headers; without them (the 2025-11-25 era) a
+  // POST counts as a write. Only where the request runs depends on it, never its answer.
+  bool MayWrite(const HttpRequest& req) const;
+
   // Whether the stream opened for `session` should stay open (false once it is deleted).
   bool StreamAlive(const std::string& session);
   // The transport closed a stream that Handle() opened.

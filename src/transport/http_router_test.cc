@@ -277,5 +277,32 @@ TEST_F(HttpRouterTest, ClientsCannotMintMetricKeys) {
   EXPECT_EQ(log.method, "other");
 }
 
+// Requests that may wait for a commit run off the I/O threads; reads stay on them.
+TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
+  auto call = [&](const std::string& tool) {
+    HttpRequest r = Post("/mcp", "{}", token_);
+    r.headers.emplace_back("mcp-method", "tools/call");
+    r.headers.emplace_back("mcp-name", tool);
+    return r;
+  };
+  EXPECT_FALSE(router_->MayWrite(call("decision.inspect")));
+  EXPECT_FALSE(router_->MayWrite(call("meta.why_this_action")));
+  EXPECT_TRUE(router_->MayWrite(call("action.communicate")));
+  EXPECT_TRUE(router_->MayWrite(call("action.approve")));
+  EXPECT_TRUE(router_->MayWrite(call("no.such_tool")));  // unknown: assume the worst
+  HttpRequest list = Post("/mcp", "{}", token_);
+  list.headers.emplace_back("mcp-method", "tools/list");
+  EXPECT_FALSE(router_->MayWrite(list));
+  // The session era has no Mcp-Method header: its POSTs may write (initialize, a tool).
+  EXPECT_TRUE(router_->MayWrite(Post("/mcp", Initialize(), token_)));
+  EXPECT_TRUE(router_->MayWrite(Post("/v1/episodes", "", token_)));
+  HttpRequest del = Post("/mcp", "", token_);
+  del.method = "DELETE";
+  EXPECT_TRUE(router_->MayWrite(del));
+  HttpRequest health = Post("/healthz", "", "");
+  health.method = "GET";
+  EXPECT_FALSE(router_->MayWrite(health));
+}
+
 }  // namespace
 }  // namespace cortex

@@ -1,9 +1,11 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
-// does no socket I/O of its own: it blocks only on the store (and the model drafter), on
-// the worker thread.
+// does no socket I/O of its own. Reads are handled on the worker thread; a request that may
+// write (HttpRouter::MayWrite) goes to the write pool, whose threads may block on a group
+// commit, and its response comes back to the connection's worker to be sent.
 #include "transport/http_server.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -35,12 +38,15 @@ using tcp = net::ip::tcp;
 
 class Connection;
 
+constexpr size_t kTrimAfterBodyBytes = 1 << 20;
+
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
       : router(r),
         metrics(m),
         options(std::move(o)),
         flood(options.http.flood_rate, options.http.flood_burst, limits::kMaxFloodAddresses),
+        write_pool(limits::kWriteThreads),
         acceptor(ioc),
         grace_timer(ioc) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
@@ -52,6 +58,8 @@ struct HttpServer::Impl {
   void Accept();
   void BeginStop();
   void ConnectionClosed();
+  // Routes one request, with its metrics and log line. Runs on a worker or the write pool.
+  HttpResponse Respond(const HttpRequest& req);
 
   HttpRouter& router;
   Metrics& metrics;
@@ -64,6 +72,7 @@ struct HttpServer::Impl {
   std::vector<std::unique_ptr<net::io_context>> workers;
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   size_t next_worker = 0;  // round robin; touched only by the accept handler
+  net::thread_pool write_pool;
   tcp::acceptor acceptor;
   net::steady_timer grace_timer;
   std::optional<net::signal_set> signals;
@@ -75,6 +84,7 @@ struct HttpServer::Impl {
   // Connections still held by a worker (after a grace-period cutoff) are destroyed with
   // it and report to `live`: destroy the workers while everything else is still here.
   ~Impl() {
+    write_pool.join();
     work.clear();
     workers.clear();
   }
@@ -181,33 +191,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.body = std::move(raw.body());
     bool keep_alive = raw.keep_alive();
 
-    auto start = std::chrono::steady_clock::now();
-    server_.metrics.BeginRequest();
-    RequestLog log;
-    HttpResponse res;
-    try {
-      res = server_.router.Handle(req, log);
-    } catch (const std::exception& e) {
-      // The one boundary for exceptions: a bug answers 500, it never takes the server down.
-      spdlog::error("request failed: {}", e.what());
-      log.status = "internal_error";
-      res = HttpResponse{};
-      res.status = 500;
-      res.content_type = "application/json";
-      res.body = R"({"status":"error","error":"internal_error","message":"internal error"})";
+    if (server_.router.MayWrite(req)) {
+      // Off the worker: its other connections keep being served while this one waits for
+      // its commit. The response is sent from the connection's own worker.
+      net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req),
+                                     keep_alive]() mutable {
+        HttpResponse res = self->server_.Respond(req);
+        // glibc keeps each thread's arena at its high-water mark, and a big ingest batch may
+        // land on any of the pool's threads: give its memory back rather than keep one
+        // batch's worth per thread.
+        if (req.body.size() >= kTrimAfterBodyBytes) malloc_trim(0);
+        net::post(self->stream_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
+          self->Send(std::move(res), keep_alive);
+        });
+      });
+      return;
     }
-    server_.metrics.EndRequest();
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    server_.metrics.Record(log.method.empty() ? log.route : log.method, log.tool, log.status,
-                           seconds);
-    // One line per request; never a token or a body.
-    spdlog::info(
-        "request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
-        "trace_id={}",
-        log.route, log.method.empty() ? "-" : log.method, log.tool.empty() ? "-" : log.tool,
-        log.status, res.status, seconds * 1000, log.trace_id.empty() ? "-" : log.trace_id);
-    Send(std::move(res), keep_alive);
+    Send(server_.Respond(req), keep_alive);
   }
 
   void Send(HttpResponse res, bool keep_alive) {
@@ -316,6 +316,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_;  // the client's address, for the flood guard
 };
 
+HttpResponse HttpServer::Impl::Respond(const HttpRequest& req) {
+  auto start = std::chrono::steady_clock::now();
+  metrics.BeginRequest();
+  RequestLog log;
+  HttpResponse res;
+  try {
+    res = router.Handle(req, log);
+  } catch (const std::exception& e) {
+    // The one boundary for exceptions: a bug answers 500, it never takes the server down.
+    spdlog::error("request failed: {}", e.what());
+    log.status = "internal_error";
+    res = HttpResponse{};
+    res.status = 500;
+    res.content_type = "application/json";
+    res.body = R"({"status":"error","error":"internal_error","message":"internal error"})";
+  }
+  metrics.EndRequest();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  metrics.Record(log.method.empty() ? log.route : log.method, log.tool, log.status, seconds);
+  // One line per request; never a token or a body.
+  spdlog::info(
+      "request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
+      "trace_id={}",
+      log.route, log.method.empty() ? "-" : log.method, log.tool.empty() ? "-" : log.tool,
+      log.status, res.status, seconds * 1000, log.trace_id.empty() ? "-" : log.trace_id);
+  return res;
+}
+
 void HttpServer::Impl::Accept() {
   net::io_context& worker = *workers[next_worker++ % workers.size()];
   acceptor.async_accept(worker, [this](beast::error_code ec, tcp::socket socket) {
@@ -382,8 +410,18 @@ void HttpServer::Impl::ConnectionClosed() {
   if (--live == 0 && stopping) net::post(ioc, [this] { grace_timer.cancel(); });
 }
 
+// glibc gives threads their own malloc arenas (up to 8 per core), each keeping what it once
+// held: with the write pool's threads that let the resident size grow with the number of
+// threads that ever ran a big request. Two arenas per core keep allocation uncontended
+// enough and memory bounded (docs/performance.md).
+static std::unique_ptr<HttpServer::Impl> NewImpl(HttpRouter& router, Metrics& metrics,
+                                                 HttpServerOptions options) {
+  mallopt(M_ARENA_MAX, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return std::make_unique<HttpServer::Impl>(router, metrics, std::move(options));
+}
+
 HttpServer::HttpServer(HttpRouter& router, Metrics& metrics, HttpServerOptions options)
-    : impl_(std::make_unique<Impl>(router, metrics, std::move(options))) {}
+    : impl_(NewImpl(router, metrics, std::move(options))) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -419,6 +457,8 @@ void HttpServer::Run() {
   impl_->ioc.run();
   for (auto& worker : impl_->workers) worker->stop();
   for (auto& t : threads) t.join();
+  // Writes still running (past the grace period) finish before the store can go away.
+  impl_->write_pool.join();
 }
 
 void HttpServer::Stop() { impl_->BeginStop(); }
