@@ -22,6 +22,13 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 5000;  // another process (e.g. `cortex ingest`) holds the lock
 constexpr size_t kMaxReaders = 8;
+// Each write of a group commit runs in a savepoint, whose statement journal (the pages it
+// changed, for a rollback) SQLite keeps in memory up to this size and then spills to a temp
+// file. At its default, 64 KiB, most action.communicate calls created and deleted a file;
+// at 120 KiB few do, while a 10,000-line ingest still spills rather than hold hundreds of
+// MiB. It must stay under 128 KiB: the spill writes the memory in one write, and SQLite's
+// unix VFS takes at most 128 KiB - 1 bytes per write (larger thresholds fail, SQLITE_FULL).
+constexpr int kStatementJournalSpillBytes = 120 << 10;
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {
@@ -91,13 +98,9 @@ class Conn final : public SqlConn {
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
     // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
     // speed and cost resident memory (bench/README.md).
-    // temp_store=MEMORY: the statement journal of each write's savepoint (group commit) and
-    // any sort stay in memory; on disk they were a temp file created and deleted per write.
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
-                                     "PRAGMA temp_store=MEMORY;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
-                                     "PRAGMA temp_store=MEMORY;";
+                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
     return c;
   }
@@ -344,6 +347,10 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec)
     return Status::InvalidArgument("cannot create data directory " + dir + ": " + ec.message());
+  // Process-wide, and only before SQLite initializes: on the first store opened.
+  static const int configured =
+      sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, kStatementJournalSpillBytes);
+  (void)configured;
   auto store = std::make_unique<SqliteStore>(dir + "/cortex.db");
   CORTEX_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<Store>(std::move(store));

@@ -115,5 +115,41 @@ TEST(GroupCommitTest, TheWriteAheadLogIsCheckpointed) {
   EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kWrites));
 }
 
+// A write that changes many existing pages (its savepoint's journal outgrows memory and
+// spills to a temp file) commits like any other, alone or beside small writes.
+TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
+  testing::TempStore store;
+  constexpr int kRows = 2000;
+  const std::string name(500, 'n');
+  ASSERT_TRUE(store
+                  ->Write([&](WriteTx& tx) -> Status {
+                    for (int n = 0; n < kRows; ++n) {
+                      Workspace w = MakeWorkspace(n);
+                      w.name = name + std::to_string(n);
+                      CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  std::vector<std::thread> small;
+  for (int t = 0; t < 4; ++t) {
+    small.emplace_back([&, t] {
+      EXPECT_TRUE(
+          store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(kRows + t)); })
+              .ok());
+    });
+  }
+  // Every row rewritten: about a megabyte of pages to keep for a rollback.
+  Status big = store->Write([&](WriteTx& tx) -> Status {
+    for (int n = 0; n < kRows; ++n) {
+      CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion("ws_" + std::to_string(n), "wv_" + name));
+    }
+    return Status::Ok();
+  });
+  for (auto& th : small) th.join();
+  EXPECT_TRUE(big.ok()) << big.message();
+  EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kRows + 4));
+}
+
 }  // namespace
 }  // namespace cortex
