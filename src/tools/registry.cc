@@ -44,7 +44,11 @@ Status ToolRegistry::Add(ToolDef def) {
   }
   if (!def.annotations.is_null()) entry["annotations"] = def.annotations;
   list_.push_back(std::move(entry));
-  tools_.push_back(Entry{std::move(def), std::move(*input), std::move(output)});
+  // Tools without annotations (allowed) are not read-only.
+  auto hint =
+      def.annotations.is_object() ? def.annotations.find("readOnlyHint") : def.annotations.end();
+  bool read_only = hint != def.annotations.end() && hint->is_boolean() && hint->get<bool>();
+  tools_.push_back(Entry{std::move(def), std::move(*input), std::move(output), read_only});
   return Status::Ok();
 }
 
@@ -57,7 +61,7 @@ bool ToolRegistry::Has(const std::string& name) const {
 
 bool ToolRegistry::IsReadOnly(std::string_view name) const {
   for (const Entry& e : tools_) {
-    if (e.def.name == name) return e.def.annotations.value("readOnlyHint", false);
+    if (e.def.name == name) return e.read_only;
   }
   return false;
 }

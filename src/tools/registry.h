@@ -65,6 +65,7 @@ class ToolRegistry {
     ToolDef def;
     JsonSchema input;
     std::optional<JsonSchema> output;
+    bool read_only = false;  // annotations.readOnlyHint is true
   };
   std::vector<Entry> tools_;
   nlohmann::json list_ = nlohmann::json::array();

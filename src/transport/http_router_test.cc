@@ -290,6 +290,16 @@ TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
   EXPECT_TRUE(router_->MayWrite(call("action.communicate")));
   EXPECT_TRUE(router_->MayWrite(call("action.approve")));
   EXPECT_TRUE(router_->MayWrite(call("no.such_tool")));  // unknown: assume the worst
+  ToolDef bare;  // annotations are optional: without them a tool may write
+  bare.name = "test.bare";
+  bare.description = "A tool without annotations.";
+  bare.input_schema = json{{"type", "object"}};
+  bare.handler = [](ToolContext&, const json&) { return ToolReply::Ok(json::object()); };
+  ASSERT_TRUE(registry_.Add(bare).ok());
+  EXPECT_TRUE(router_->MayWrite(call("test.bare")));
+  HttpRequest init = Post("/mcp", "{}", token_);
+  init.headers.emplace_back("mcp-method", "initialize");
+  EXPECT_TRUE(router_->MayWrite(init));
   HttpRequest list = Post("/mcp", "{}", token_);
   list.headers.emplace_back("mcp-method", "tools/list");
   EXPECT_FALSE(router_->MayWrite(list));

@@ -58,8 +58,9 @@ struct HttpServer::Impl {
   void Accept();
   void BeginStop();
   void ConnectionClosed();
-  // Routes one request, with its metrics and log line. Runs on a worker or the write pool.
-  HttpResponse Respond(const HttpRequest& req);
+  // Routes one request that arrived at `start` (and was counted by Metrics::BeginRequest),
+  // with its metrics and log line. Runs on a worker or the write pool.
+  HttpResponse Respond(const HttpRequest& req, std::chrono::steady_clock::time_point start);
 
   HttpRouter& router;
   Metrics& metrics;
@@ -77,6 +78,7 @@ struct HttpServer::Impl {
   net::steady_timer grace_timer;
   std::optional<net::signal_set> signals;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> cut_off{false};  // the grace period ran out: queued writes are dropped
   std::atomic<size_t> live{0};
   std::mutex conns_mu;
   std::vector<std::weak_ptr<Connection>> conns;
@@ -191,12 +193,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.body = std::move(raw.body());
     bool keep_alive = raw.keep_alive();
 
+    // From here the request counts as in flight, including any wait for a pool thread.
+    auto start = std::chrono::steady_clock::now();
+    server_.metrics.BeginRequest();
     if (server_.router.MayWrite(req)) {
       // Off the worker: its other connections keep being served while this one waits for
       // its commit. The response is sent from the connection's own worker.
-      net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req),
-                                     keep_alive]() mutable {
-        HttpResponse res = self->server_.Respond(req);
+      net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req), keep_alive,
+                                     start]() mutable {
+        if (self->server_.cut_off) {
+          // Past the shutdown grace period nothing more is answered: do not start work
+          // whose acknowledgement could never be sent.
+          self->server_.metrics.EndRequest();
+          return;
+        }
+        HttpResponse res = self->server_.Respond(req, start);
         // glibc keeps each thread's arena at its high-water mark, and a big ingest batch may
         // land on any of the pool's threads: give its memory back rather than keep one
         // batch's worth per thread.
@@ -207,7 +218,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       });
       return;
     }
-    Send(server_.Respond(req), keep_alive);
+    Send(server_.Respond(req, start), keep_alive);
   }
 
   void Send(HttpResponse res, bool keep_alive) {
@@ -316,9 +327,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_;  // the client's address, for the flood guard
 };
 
-HttpResponse HttpServer::Impl::Respond(const HttpRequest& req) {
-  auto start = std::chrono::steady_clock::now();
-  metrics.BeginRequest();
+HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,
+                                       std::chrono::steady_clock::time_point start) {
   RequestLog log;
   HttpResponse res;
   try {
@@ -399,6 +409,7 @@ void HttpServer::Impl::BeginStop() {
     grace_timer.async_wait([this](beast::error_code ec) {
       if (!ec) {
         spdlog::warn("shutdown grace period over; closing remaining connections");
+        cut_off = true;
         ioc.stop();
       }
     });
