@@ -445,7 +445,9 @@ Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& 
   // precision is plenty for a 24-hour idle expiry.
   TimePoint now = clock_.Now();
   if (now - (*session)->last_used >= limits::kSessionTouchInterval) {
-    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); }));
+    // Bookkeeping: a touch lost to a database crash costs a minute of idle time at most.
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); },
+                                        Store::Durability::kRelaxed));
   }
   return true;
 }

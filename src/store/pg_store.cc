@@ -13,6 +13,7 @@
 //     except writes asking for Durability::kRelaxed (tool-call counts).
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <pqxx/pqxx>
 #include <set>
 #include <unordered_map>
@@ -27,6 +28,11 @@ namespace cortex {
 namespace {
 
 constexpr size_t kMaxConnections = 16;  // per process; each is a PostgreSQL backend
+// At most this many of them in write transactions. Writes to one workspace queue on its row
+// lock holding their connections (and HTTP runs up to limits::kWriteThreads writes at
+// once): the rest stay free for reads, which never wait on a lock, and for bookkeeping
+// writes (Durability::kRelaxed: call counts), which lock no workspace.
+constexpr size_t kMaxWriting = 12;
 // The key of the advisory lock that lets one instance at a time apply migrations.
 constexpr int64_t kMigrationLock = 0x636f72746578;  // "cortex"
 
@@ -232,15 +238,18 @@ class PgStore final : public Store {
   }
 
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) override {
-    return Transaction(/*write=*/true, [&](PgConn& c) -> Status {
-      if (durability == Durability::kRelaxed) {
-        // The commit returns before its WAL record is flushed (PostgreSQL's asynchronous
-        // commit): no fsync wait for bookkeeping such as call counts.
-        CORTEX_RETURN_IF_ERROR(
-            c.Guard([&] { c.tx().exec("SET LOCAL synchronous_commit TO OFF"); }));
-      }
-      return fn(*NewSqlTx(c));
-    });
+    return Transaction(/*write=*/true,
+                       [&](PgConn& c) -> Status {
+                         if (durability == Durability::kRelaxed) {
+                           // The commit returns before its WAL record is flushed (PostgreSQL's
+                           // asynchronous commit): no fsync wait for bookkeeping such as call
+                           // counts.
+                           CORTEX_RETURN_IF_ERROR(c.Guard(
+                               [&] { c.tx().exec("SET LOCAL synchronous_commit TO OFF"); }));
+                         }
+                         return fn(*NewSqlTx(c));
+                       },
+                       /*slot=*/durability != Durability::kRelaxed);
   }
 
   Result<int> SchemaVersion() override {
@@ -276,8 +285,33 @@ class PgStore final : public Store {
     std::unique_ptr<PgConn> conn_;
   };
 
+  // A place among the kMaxWriting write transactions, held for one transaction.
+  class WriteSlot {
+   public:
+    explicit WriteSlot(PgStore& store) : store_(store) {
+      std::unique_lock<std::mutex> lock(store_.mu_);
+      store_.slot_cv_.wait(lock, [&] { return store_.writing_ < kMaxWriting; });
+      ++store_.writing_;
+    }
+    ~WriteSlot() {
+      {
+        std::lock_guard<std::mutex> lock(store_.mu_);
+        --store_.writing_;
+      }
+      store_.slot_cv_.notify_one();
+    }
+    WriteSlot(const WriteSlot&) = delete;
+    WriteSlot& operator=(const WriteSlot&) = delete;
+
+   private:
+    PgStore& store_;
+  };
+
+  // `slot`: whether a write takes one of the kMaxWriting places.
   template <typename Fn>
-  Status Transaction(bool write, Fn&& fn) {
+  Status Transaction(bool write, Fn&& fn, bool slot = true) {
+    std::optional<WriteSlot> writing;
+    if (write && slot) writing.emplace(*this);
     auto conn = Acquire();
     if (!conn.ok()) return conn.status();
     Lease lease(*this, std::move(*conn));
@@ -355,9 +389,11 @@ class PgStore final : public Store {
 
   std::string url_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;       // a connection was released
+  std::condition_variable slot_cv_;  // a write slot was released
   std::vector<std::unique_ptr<PgConn>> idle_;
   size_t open_ = 0;
+  size_t writing_ = 0;
 };
 
 }  // namespace

@@ -98,8 +98,8 @@ TEST(GroupCommitTest, WritesInOneBatchSeeEarlierOnes) {
   EXPECT_EQ(CountWorkspaces(*store), 2u);
 }
 
-// Checkpoints run off the writer (on the store's own thread) but still run: a steady stream
-// of writes does not grow the write-ahead log without bound.
+// Checkpoints keep up with a steady stream of writes: the write-ahead log does not grow
+// without bound.
 TEST(GroupCommitTest, TheWriteAheadLogIsCheckpointed) {
   testing::TempStore store;
   if (store.is_postgres()) GTEST_SKIP() << "SQLite's write-ahead log";

@@ -214,7 +214,9 @@ class Store {
     kSynced,   // flushed: survives a crash of this process, the database or the machine
     kRelaxed,  // may be lost if the database server itself crashes within a moment of the
                // commit: only for bookkeeping cheaper to lose than to flush (tool-call
-               // counts); never for anything a caller acknowledges
+               // counts, a session's last use); never for anything a caller acknowledges,
+               // and never locking a workspace (PostgreSQL lets these past its cap on
+               // concurrent writes)
   };
 
   // Runs `fn` in one write transaction: committed iff `fn` returns OK, rolled back entirely
