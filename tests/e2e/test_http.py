@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -936,6 +937,51 @@ class TestShutdown(unittest.TestCase):
         conn.sock.settimeout(2)
         self.assertEqual(conn.sock.recv(1), b"")
         conn.close()
+
+    def test_sigterm_answers_the_writes_in_flight(self):
+        """Ingests run on the write pool; a SIGTERM while they run still answers each one,
+        and what was answered is kept."""
+        batches, lines_each = 4, 400
+        results = [None] * batches
+
+        def send(i):
+            lines = [json.dumps({"type": "episode", "kind": "message_received",
+                                 "occurred_at": "2026-01-05T09:00:00Z",
+                                 "external_id": f"stop-{i}-{k}",
+                                 "counterparty": f"p{k % 50}@stop.example",
+                                 "summary": f"message {k} of batch {i}"})
+                     for k in range(lines_each)]
+            c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
+            try:
+                c.request("POST", "/v1/episodes", body="\n".join(lines) + "\n",
+                          headers={"Authorization": "Bearer " + self.token,
+                                   "Content-Type": "application/x-ndjson"})
+                r = c.getresponse()
+                results[i] = (r.status, json.loads(r.read()))
+            except OSError as e:
+                results[i] = ("no answer", str(e))
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(batches)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)  # the batches are sent and being ingested
+        rc = self.server.terminate(timeout=30)
+        for t in threads:
+            t.join(30)
+        self.assertEqual(rc, 0, self.server.read_log())
+        for i, (status, body) in enumerate(results):
+            self.assertEqual(status, 200, f"batch {i}: {body}")
+            self.assertEqual(body["episodes_added"], lines_each, body)
+        self.server.kill()
+        self.server = Server(self.tmp.name)
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
+        r = modern("tools/call", {"name": "workspace.status", "arguments": {}}, id=7,
+                   token=self.token, conn=conn)
+        conn.close()
+        status = tool_result(self, r)["structuredContent"]
+        self.assertEqual(status["episodes"], batches * lines_each, status)
 
     def test_sigterm_with_open_event_stream(self):
         h = {"Authorization": "Bearer " + self.token, "Content-Type": "application/json",
