@@ -18,7 +18,7 @@ inline constexpr size_t kMaxConnections = 1024;            // open connections p
 inline constexpr std::chrono::seconds kSseKeepAlive{15};   // comment line on idle streams
 inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses tracked at once
 // Requests that may write run on a pool of this many threads, off the I/O threads, so that
-// many writes can wait for one group commit together (at most this many per commit).
+// many writes can wait for one group commit together (up to this many of them per commit).
 inline constexpr int kWriteThreads = 64;
 
 // MCP sessions (protocol 2025-11-25 and earlier).

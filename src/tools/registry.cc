@@ -52,25 +52,22 @@ Status ToolRegistry::Add(ToolDef def) {
   return Status::Ok();
 }
 
-bool ToolRegistry::Has(const std::string& name) const {
+const ToolRegistry::Entry* ToolRegistry::Find(std::string_view name) const {
   for (const Entry& e : tools_) {
-    if (e.def.name == name) return true;
+    if (e.def.name == name) return &e;
   }
-  return false;
+  return nullptr;
 }
 
+bool ToolRegistry::Has(const std::string& name) const { return Find(name) != nullptr; }
+
 bool ToolRegistry::IsReadOnly(std::string_view name) const {
-  for (const Entry& e : tools_) {
-    if (e.def.name == name) return e.read_only;
-  }
-  return false;
+  const Entry* entry = Find(name);
+  return entry != nullptr && entry->read_only;
 }
 
 ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {
-  const Entry* entry = nullptr;
-  for (const Entry& e : tools_) {
-    if (e.def.name == name) entry = &e;
-  }
+  const Entry* entry = Find(name);
   if (entry == nullptr) return ToolReply::Error("invalid_arguments", "unknown tool " + name);
   if (!ctx.auth.Has(entry->def.scope)) {
     return ToolReply::Error("unauthorized", "this token lacks the '" +

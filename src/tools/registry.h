@@ -67,6 +67,7 @@ class ToolRegistry {
     std::optional<JsonSchema> output;
     bool read_only = false;  // annotations.readOnlyHint is true
   };
+  const Entry* Find(std::string_view name) const;  // null if no tool has that name
   std::vector<Entry> tools_;
   nlohmann::json list_ = nlohmann::json::array();
   bool check_output_ = false;
