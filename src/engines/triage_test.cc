@@ -82,6 +82,24 @@ TEST_F(TriageTest, VipDuringFocusBlockIsHeldUntilItEnds_DefaultPolicy) {
   }
 }
 
+// First contact means no earlier episode of any kind with the person: a meeting or a
+// message sent to them counts as much as a message from them.
+TEST_F(TriageTest, AnEarlierEpisodeOfAnyKindIsNotFirstContact) {
+  const char* kinds[][2] = {{"message_sent", ""},
+                            {"message_received", ""},
+                            {"meeting", R"(,"ends_at":"2026-06-08T10:00:00Z")"},
+                            {"calendar_block", R"(,"ends_at":"2026-06-08T10:00:00Z")"}};
+  int n = 0;
+  for (const auto& [kind, extra] : kinds) {
+    std::string who = "k" + std::to_string(n++) + "@kinds.example";
+    Ingest(std::string(R"({"type":"episode","kind":")") + kind +
+           R"(","occurred_at":"2026-06-08T09:00:00Z","counterparty":")" + who +
+           R"(","summary":"earlier")" + extra + "}");
+    EXPECT_FALSE(HasKind(Receive(who, "2026-06-09T14:00:00Z", "Hello"), "first_contact")) << kind;
+  }
+  EXPECT_TRUE(HasKind(Receive("k9@kinds.example", "2026-06-09T14:00:00Z", "Hi"), "first_contact"));
+}
+
 TEST_F(TriageTest, EachSignal) {
   Decision first = Receive("new@person.example", "2026-06-09T14:00:00Z", "Hello");
   EXPECT_TRUE(HasKind(first, "first_contact"));

@@ -253,6 +253,14 @@ CREATE INDEX call_counts_by_period ON call_counts(unit, period);
 -- read every decision of the counterparty's (its proposals too) to find a few.
 CREATE INDEX decisions_by_entity_class ON decisions(workspace_id, entity_id, class, id);
 )sql"},
+      {7, "two episode indexes no query needs", R"sql(
+-- Every ingested episode inserted into eight b-trees. No query reads episodes by time
+-- alone, and the one that read a counterparty's episodes of any kind ("first contact")
+-- now seeks episodes_by_entity_kind once per kind. At 10^6 episodes each of these was
+-- another random page to load and rewrite per insert.
+DROP INDEX episodes_by_time;
+DROP INDEX episodes_by_entity;
+)sql"},
   };
   return kMigrations;
 }

@@ -164,9 +164,12 @@ class SqlTx final : public WriteTx {
     History h;
     Status st;
     {
+      // Every kind ingest accepts (ingest.cc), so that the seek is one per kind in
+      // episodes_by_entity_kind rather than a walk over the counterparty's whole history.
       Stmt s = c_.Prepare(
-          "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ? AND occurred_at <= ?"
-          " AND id != ? LIMIT 1");
+          "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ?"
+          " AND kind IN ('message_received', 'message_sent', 'calendar_block', 'meeting')"
+          " AND occurred_at <= ? AND id != ? LIMIT 1");
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, t).Bind(4, exclude);
       h.any_earlier = s.Step(&st);
       CORTEX_RETURN_IF_ERROR(st);

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <atomic>
 #include <filesystem>
@@ -149,6 +150,46 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
   for (auto& th : small) th.join();
   EXPECT_TRUE(big.ok()) << big.message();
   EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kRows + 4));
+}
+
+// Triage reads a counterparty's and a thread's earlier episodes for every message it
+// sorts: each of those reads seeks an index on the workspace, counterparty or thread and
+// kind, so its cost does not grow with the store.
+TEST(QueryPlanTest, TriageSignalsSeekIndexes) {
+  testing::TempStore store;
+  if (store.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((store.location() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY,
+                            nullptr),
+            SQLITE_OK);
+  auto plan = [&](const std::string& sql) {
+    std::string out;
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &s, nullptr),
+              SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
+      out += "\n";
+    }
+    sqlite3_finalize(s);
+    return out;
+  };
+  std::string earlier = plan(
+      "SELECT 1 FROM episodes WHERE workspace_id = 'w' AND entity_id = 'e' AND kind IN "
+      "('message_received', 'message_sent', 'calendar_block', 'meeting') AND occurred_at <= 5 "
+      "AND id != 'x' LIMIT 1");
+  EXPECT_NE(earlier.find("episodes_by_entity_kind (workspace_id=? AND entity_id=? AND kind=? AND "
+                         "occurred_at<?)"),
+            std::string::npos)
+      << earlier;
+  std::string thread = plan(
+      "SELECT 1 FROM episodes WHERE workspace_id = 'w' AND thread = 't' AND occurred_at >= 1 "
+      "AND occurred_at <= 5 AND id != 'x' LIMIT 100");
+  EXPECT_NE(thread.find("episodes_by_thread (workspace_id=? AND thread=? AND occurred_at>? AND "
+                        "occurred_at<?)"),
+            std::string::npos)
+      << thread;
+  sqlite3_close(db);
 }
 
 }  // namespace
