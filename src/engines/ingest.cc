@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 #include <variant>
 
 #include "core/ids.h"
@@ -199,6 +200,7 @@ class BatchWriter {
 
  private:
   Status ApplyEntity(const EntityLine& line) {
+    known_.clear();  // the line may rename, tag or add identifiers to a cached entity
     std::optional<Entity> existing;
     for (const std::string& ident : line.identifiers) {
       auto found = tx_.FindEntityByIdentifier(ws_, ident);
@@ -256,23 +258,29 @@ class BatchWriter {
         return Status::Ok();
       }
     }
+    const Entity* who = nullptr;
     if (!line.counterparty.empty()) {
-      auto entity = ResolveEntity(tx_, ws_, line.counterparty);
-      if (entity.ok()) {
-        e.entity_id = entity->id;
-      } else if (entity.status().code() != Code::kNotFound) {
-        return entity.status();
-      } else if (line.counterparty.rfind("entity_", 0) == 0) {
-        return Status::InvalidArgument("field 'counterparty': no entity " + line.counterparty +
-                                       " in this workspace");
-      } else {
-        // First contact: an address we have never seen becomes a new entity.
-        Entity fresh{NewId("entity_", clock_), ws_, "person",    line.counterparty,
-                     {line.counterparty},      {},  clock_.Now()};
-        CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(fresh));
-        ++report_.entities_added;
-        e.entity_id = fresh.id;
+      auto cached = known_.find(line.counterparty);
+      if (cached == known_.end()) {
+        auto entity = ResolveEntity(tx_, ws_, line.counterparty);
+        if (entity.ok()) {
+          cached = known_.emplace(line.counterparty, std::move(*entity)).first;
+        } else if (entity.status().code() != Code::kNotFound) {
+          return entity.status();
+        } else if (line.counterparty.rfind("entity_", 0) == 0) {
+          return Status::InvalidArgument("field 'counterparty': no entity " + line.counterparty +
+                                         " in this workspace");
+        } else {
+          // First contact: an address we have never seen becomes a new entity.
+          Entity fresh{NewId("entity_", clock_), ws_, "person",    line.counterparty,
+                       {line.counterparty},      {},  clock_.Now()};
+          CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(fresh));
+          ++report_.entities_added;
+          cached = known_.emplace(line.counterparty, std::move(fresh)).first;
+        }
       }
+      who = &cached->second;
+      e.entity_id = who->id;
     }
     e.id = NewId("ep_", clock_);
     e.workspace_id = ws_;
@@ -281,7 +289,7 @@ class BatchWriter {
     CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
     ++report_.episodes_added;
     if (IsInbound(e.kind)) {
-      auto notification = triager_.Triage(e, wv);
+      auto notification = triager_.Triage(e, who, wv);
       if (!notification.ok()) return notification.status();
       ++report_.triaged;
     }
@@ -294,6 +302,9 @@ class BatchWriter {
   const std::string& ws_;
   IngestReport& report_;
   Triager triager_;
+  // Counterparties resolved in this batch, by the reference its lines use (identifier or
+  // entity id): a batch usually names the same few people many times.
+  std::unordered_map<std::string, Entity> known_;
   bool changed_ = false;
 };
 

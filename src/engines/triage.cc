@@ -81,20 +81,15 @@ Status Triager::Load() {
   return Status::Ok();
 }
 
-Result<Notification> Triager::Triage(const Episode& ep, const std::string& world_version) {
+Result<Notification> Triager::Triage(const Episode& ep, const Entity* who,
+                                     const std::string& world_version) {
   CORTEX_RETURN_IF_ERROR(Load());
-  std::optional<Entity> who;
-  if (ep.entity_id) {
-    auto e = tx_.GetEntity(ws_id_, *ep.entity_id);
-    if (!e.ok()) return e.status();
-    who = std::move(*e);
-  }
-  auto report = ComputeSignals(tx_, settings_, ep, who ? &*who : nullptr);
+  auto report = ComputeSignals(tx_, settings_, ep, who);
   if (!report.ok()) return report.status();
 
   Situation situation;
   situation.episode = &ep;
-  situation.counterparty = who ? &*who : nullptr;
+  situation.counterparty = who;
   situation.signals = report->signals;
   LocalTime lt = ToLocal(ep.occurred_at, settings_);
   situation.local_minute_of_day = lt.minute_of_day;
@@ -114,7 +109,7 @@ Result<Notification> Triager::Triage(const Episode& ep, const std::string& world
     confidence = ConfidenceLabel(*rule, thresholds_);
     ++hits_[rule->id];
   } else {
-    PolicyChoice p = DefaultPolicy(report->signals, who ? &*who : nullptr);
+    PolicyChoice p = DefaultPolicy(report->signals, who);
     triage_class = p.triage_class;
     rule_summary = p.summary;
     confidence = "just_guessing";
@@ -140,7 +135,7 @@ Result<Notification> Triager::Triage(const Episode& ep, const std::string& world
     when = "record silently";
   }
 
-  std::string name = who ? who->name : "unknown sender";
+  std::string name = who != nullptr ? who->name : "unknown sender";
   Decision d;
   d.id = NewId("dec_", clock_);
   d.workspace_id = ws_id_;

@@ -25,8 +25,10 @@ class Triager {
   Triager(WriteTx& tx, const Clock& clock, std::string ws_id);
 
   // Triages `ep` (REQUIRES: IsInbound(ep.kind), already inserted in this transaction),
-  // stamped with `world_version`. Returns the notification.
-  Result<Notification> Triage(const Episode& ep, const std::string& world_version);
+  // stamped with `world_version`. `who` is its counterparty as this transaction sees it
+  // (nullptr if it has none). Returns the notification.
+  Result<Notification> Triage(const Episode& ep, const Entity* who,
+                              const std::string& world_version);
 
   // Writes the accumulated rule hit counts. Call once, before commit.
   Status Finish();

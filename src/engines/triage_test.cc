@@ -100,6 +100,31 @@ TEST_F(TriageTest, AnEarlierEpisodeOfAnyKindIsNotFirstContact) {
   EXPECT_TRUE(HasKind(Receive("k9@kinds.example", "2026-06-09T14:00:00Z", "Hi"), "first_contact"));
 }
 
+// Within one batch, a message is triaged with its sender as the lines before it left
+// them: a tag added half-way applies to the messages after it, not before.
+TEST_F(TriageTest, AnEntityLineAppliesToTheRestOfItsBatch) {
+  Ingest(
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-09T14:00:00Z","counterparty":"dana@x.example","summary":"one"}
+{"type":"entity","name":"Dana","identifiers":["dana@x.example"],"tags":["vip"]}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-09T14:05:00Z","counterparty":"dana@x.example","summary":"two"})");
+  std::vector<Decision> triage;
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    DecisionFilter f;
+                    f.decision_class = "triage";
+                    triage = *tx.ListDecisions(ws_.id, f, 2);  // newest first
+                    return Status::Ok();
+                  })
+                  .ok());
+  ASSERT_EQ(triage.size(), 2u);
+  EXPECT_TRUE(HasKind(triage[0], "vip_counterparty"));
+  EXPECT_NE(triage[0].payload_summary.find("Dana's"), std::string::npos)
+      << triage[0].payload_summary;
+  EXPECT_FALSE(HasKind(triage[1], "vip_counterparty"));
+  EXPECT_NE(triage[1].payload_summary.find("dana@x.example's"), std::string::npos)
+      << triage[1].payload_summary;
+}
+
 TEST_F(TriageTest, EachSignal) {
   Decision first = Receive("new@person.example", "2026-06-09T14:00:00Z", "Hello");
   EXPECT_TRUE(HasKind(first, "first_contact"));
