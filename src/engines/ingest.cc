@@ -286,13 +286,14 @@ class BatchWriter {
     e.workspace_id = ws_;
     e.world_version = wv;
     e.created_at = clock_.Now();
-    CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
-    ++report_.episodes_added;
     if (IsInbound(e.kind)) {
-      auto notification = triager_.Triage(e, who, wv);
+      auto notification = triager_.Triage(e, who, wv);  // stores the episode too
       if (!notification.ok()) return notification.status();
       ++report_.triaged;
+    } else {
+      CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
     }
+    ++report_.episodes_added;
     changed_ = true;
     return Status::Ok();
   }

@@ -116,7 +116,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   }
 
   if (who != nullptr) {
-    auto history = tx.CounterpartyHistory(ws, who->id, t, ep.id, t - kAwaitingWindow);
+    auto history = tx.CounterpartyHistory(ws, who->id, t, t - kAwaitingWindow);
     if (!history.ok()) return history.status();
     if (!history->any_earlier) {
       out.signals.push_back({"first_contact", "First message from " + Who(who) + "."});
@@ -149,7 +149,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   }
 
   if (!ep.thread.empty()) {
-    auto recent = tx.CountThreadEpisodes(ws, ep.thread, t - kThreadWindow, t, ep.id);
+    auto recent = tx.CountThreadEpisodes(ws, ep.thread, t - kThreadWindow, t);
     if (!recent.ok()) return recent.status();
     if (*recent >= kThreadActiveMin) {
       std::string name = ep.subject.empty() ? ep.thread : ep.subject;

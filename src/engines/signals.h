@@ -36,8 +36,8 @@ struct SignalReport {
   std::optional<Episode> focus_block;  // the calendar block active at the message's time
 };
 
-// Computes the signals of inbound episode `ep` (already stored) from counterparty `who`
-// (null if none).
+// Computes the signals of episode `ep` from counterparty `who` (null if none), against
+// the episodes stored so far: `ep` itself must not be stored yet.
 Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& settings,
                                     const Episode& ep, const Entity* who);
 

@@ -86,6 +86,7 @@ Result<Notification> Triager::Triage(const Episode& ep, const Entity* who,
   CORTEX_RETURN_IF_ERROR(Load());
   auto report = ComputeSignals(tx_, settings_, ep, who);
   if (!report.ok()) return report.status();
+  CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(ep));
 
   Situation situation;
   situation.episode = &ep;

@@ -24,9 +24,10 @@ class Triager {
  public:
   Triager(WriteTx& tx, const Clock& clock, std::string ws_id);
 
-  // Triages `ep` (REQUIRES: IsInbound(ep.kind), already inserted in this transaction),
-  // stamped with `world_version`. `who` is its counterparty as this transaction sees it
-  // (nullptr if it has none). Returns the notification.
+  // Triages `ep` (REQUIRES: IsInbound(ep.kind), not stored yet) and stores it with its
+  // decision and notification, stamped with `world_version`: its signals are computed
+  // against the episodes stored before it. `who` is its counterparty as this transaction
+  // sees it (nullptr if it has none). Returns the notification.
   Result<Notification> Triage(const Episode& ep, const Entity* who,
                               const std::string& world_version);
 

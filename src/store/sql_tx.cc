@@ -158,8 +158,7 @@ class SqlTx final : public WriteTx {
   }
 
   Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
-                                      TimePoint t, const std::string& exclude,
-                                      TimePoint awaiting_since) override {
+                                      TimePoint t, TimePoint awaiting_since) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     History h;
     Status st;
@@ -169,8 +168,8 @@ class SqlTx final : public WriteTx {
       Stmt s = c_.Prepare(
           "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ?"
           " AND kind IN ('message_received', 'message_sent', 'calendar_block', 'meeting')"
-          " AND occurred_at <= ? AND id != ? LIMIT 1");
-      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t).Bind(4, exclude);
+          " AND occurred_at <= ? LIMIT 1");
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
       h.any_earlier = s.Step(&st);
       CORTEX_RETURN_IF_ERROR(st);
     }
@@ -187,8 +186,8 @@ class SqlTx final : public WriteTx {
       Stmt s = c_.Prepare(
           "SELECT count(*), min(occurred_at) FROM (SELECT occurred_at FROM episodes"
           " WHERE workspace_id = ? AND entity_id = ? AND kind = 'message_received'"
-          " AND occurred_at > ? AND occurred_at <= ? AND id != ? LIMIT 100) AS recent");
-      s.Bind(1, ws).Bind(2, entity_id).Bind(3, since).Bind(4, t).Bind(5, exclude);
+          " AND occurred_at > ? AND occurred_at <= ? LIMIT 100) AS recent");
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, since).Bind(4, t);
       if (s.Step(&st)) {
         h.unanswered = s.Int(0);
         h.first_unanswered_at = s.OptTime(1);
@@ -199,13 +198,12 @@ class SqlTx final : public WriteTx {
   }
 
   Result<int64_t> CountThreadEpisodes(const std::string& ws, const std::string& thread,
-                                      TimePoint from, TimePoint to,
-                                      const std::string& exclude) override {
+                                      TimePoint from, TimePoint to) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     Stmt s = c_.Prepare(
         "SELECT count(*) FROM (SELECT 1 FROM episodes WHERE workspace_id = ? AND thread = ?"
-        " AND occurred_at >= ? AND occurred_at <= ? AND id != ? LIMIT 100) AS recent");
-    s.Bind(1, ws).Bind(2, thread).Bind(3, from).Bind(4, to).Bind(5, exclude);
+        " AND occurred_at >= ? AND occurred_at <= ? LIMIT 100) AS recent");
+    s.Bind(1, ws).Bind(2, thread).Bind(3, from).Bind(4, to);
     Status st;
     int64_t n = s.Step(&st) ? s.Int(0) : 0;
     CORTEX_RETURN_IF_ERROR(st);

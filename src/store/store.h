@@ -46,20 +46,19 @@ class ReadTx {
   // `earliest_start`), ending after `t`. The latest-ending one wins.
   virtual Result<std::optional<Episode>> ActiveBlockAt(const std::string& ws, TimePoint t,
                                                        TimePoint earliest_start) = 0;
+  // The stored episodes with a counterparty up to instant `t` (the one being triaged is
+  // not stored yet, so every one counts; no row needs reading past the index).
   struct History {
-    bool any_earlier = false;  // any episode with this counterparty before `t`
+    bool any_earlier = false;  // any episode with this counterparty at or before `t`
     int64_t unanswered = 0;    // their messages since our last message to them (and since
-                               // `awaiting_since`), before `t`
+                               // `awaiting_since`), up to `t` (counted up to 100)
     std::optional<TimePoint> first_unanswered_at;
   };
   virtual Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
-                                              TimePoint t, const std::string& exclude_episode,
-                                              TimePoint awaiting_since) = 0;
-  // Episodes in `thread` with occurred_at in [from, to], other than `exclude_episode`
-  // (counted up to 100).
+                                              TimePoint t, TimePoint awaiting_since) = 0;
+  // Stored episodes in `thread` with occurred_at in [from, to] (counted up to 100).
   virtual Result<int64_t> CountThreadEpisodes(const std::string& ws, const std::string& thread,
-                                              TimePoint from, TimePoint to,
-                                              const std::string& exclude_episode) = 0;
+                                              TimePoint from, TimePoint to) = 0;
 
   virtual Result<WorkspaceSettings> GetSettings(const std::string& ws) = 0;
   // Rules in `ws`; with `active_only`, only those in force. Ordered by position.
