@@ -257,8 +257,6 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     }
 
     // 7. The decisions: one per fired rule, then the proposal itself.
-    auto agent = tx.GetWorkspace(ws);
-    if (!agent.ok()) return agent.status();
     std::string trace = NewId("trc_", clock_);
     Action action;
     action.id = NewId("act_", clock_);
@@ -297,7 +295,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       d.rule_summary = r->summary;
       d.confidence = ConfidenceLabel(*r, thresholds);
       d.trace_id = trace;
-      d.agent_version = agent->agent_version;
+      d.agent_version = workspace->agent_version;
       d.world_version = world_version;
       d.source_episode_ids = r->evidence;
       d.details = {{"action_id", action.id}, {"rule_name", r->name}};
@@ -321,7 +319,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     proposal.rule_summary = rule_summary;
     proposal.confidence = confidence;
     proposal.trace_id = trace;
-    proposal.agent_version = agent->agent_version;
+    proposal.agent_version = workspace->agent_version;
     proposal.world_version = world_version;
     proposal.source_episode_ids = source_ids;
     json signal_json = json::array();
@@ -349,7 +347,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     json provenance = {{"rule_summary", rule_summary},
                        {"confidence", confidence},
                        {"contributing_episodes", contributing},
-                       {"agent_version", agent->agent_version},
+                       {"agent_version", workspace->agent_version},
                        {"world_version", world_version}};
     json detail = {{"level", level},
                    {"recipient", action.recipient},
