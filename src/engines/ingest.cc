@@ -50,7 +50,7 @@ const JsonSchema& EpisodeSchema() {
       {"required", {"type", "kind", "occurred_at", "summary"}},
       {"properties",
        {{"type", {{"const", "episode"}}},
-        {"kind", {{"enum", {"message_received", "message_sent", "calendar_block", "meeting"}}}},
+        {"kind", {{"enum", kEpisodeKinds}}},
         {"occurred_at", text(64)},
         {"ends_at", text(64)},
         {"counterparty", text(limits::kMaxIdentifierChars)},

@@ -1,6 +1,7 @@
 // The world model's rows, as the engines see them. Times are UTC instants.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -57,10 +58,15 @@ struct Entity {
   TimePoint created_at;
 };
 
+// Every kind of episode there is: ingest accepts these, and queries over "any episode
+// with this person" seek each one.
+inline constexpr std::array<const char*, 4> kEpisodeKinds = {"message_received", "message_sent",
+                                                             "calendar_block", "meeting"};
+
 struct Episode {
   std::string id;  // ep_...
   std::string workspace_id;
-  std::string kind;  // message_received | message_sent | calendar_block | meeting
+  std::string kind;  // one of kEpisodeKinds
   TimePoint occurred_at;
   std::optional<TimePoint> ends_at;  // calendar blocks and meetings
   std::optional<std::string> entity_id;

@@ -103,4 +103,13 @@ class WriteTx;
 // The ReadTx/WriteTx methods, in SQL, over `conn` (sql_tx.cc).
 std::unique_ptr<WriteTx> NewSqlTx(SqlConn& conn);
 
+// The look-ups triage runs for every message, named so that the query-plan test checks
+// the very statements that run (sqlite_store_test.cc): each must read an index alone.
+namespace triage_sql {
+const std::string& AnyEarlier();        // any episode with a counterparty up to a time
+extern const char* const kLastSent;     // our last message to them
+extern const char* const kUnanswered;   // their messages since then
+extern const char* const kThreadCount;  // a thread's messages in a window
+}  // namespace triage_sql
+
 }  // namespace cortex

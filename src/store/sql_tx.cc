@@ -10,6 +10,36 @@
 #include "store/store.h"
 
 namespace cortex {
+
+namespace triage_sql {
+
+const std::string& AnyEarlier() {
+  // One seek per kind in episodes_by_entity_kind, rather than a walk over the
+  // counterparty's whole history.
+  static const std::string sql = [] {
+    std::string kinds;
+    for (const char* k : kEpisodeKinds) kinds += std::string(kinds.empty() ? "'" : ", '") + k + "'";
+    return "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ? AND kind IN (" + kinds +
+           ") AND occurred_at <= ? LIMIT 1";
+  }();
+  return sql;
+}
+
+const char* const kLastSent =
+    "SELECT max(occurred_at) FROM episodes WHERE workspace_id = ? AND entity_id = ?"
+    " AND kind = 'message_sent' AND occurred_at <= ?";
+
+const char* const kUnanswered =
+    "SELECT count(*), min(occurred_at) FROM (SELECT occurred_at FROM episodes"
+    " WHERE workspace_id = ? AND entity_id = ? AND kind = 'message_received'"
+    " AND occurred_at > ? AND occurred_at <= ? LIMIT 100) AS recent";
+
+const char* const kThreadCount =
+    "SELECT count(*) FROM (SELECT 1 FROM episodes WHERE workspace_id = ? AND thread = ?"
+    " AND occurred_at >= ? AND occurred_at <= ? LIMIT 100) AS recent";
+
+}  // namespace triage_sql
+
 namespace {
 
 class SqlTx final : public WriteTx {
@@ -163,30 +193,20 @@ class SqlTx final : public WriteTx {
     History h;
     Status st;
     {
-      // Every kind ingest accepts (ingest.cc), so that the seek is one per kind in
-      // episodes_by_entity_kind rather than a walk over the counterparty's whole history.
-      Stmt s = c_.Prepare(
-          "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ?"
-          " AND kind IN ('message_received', 'message_sent', 'calendar_block', 'meeting')"
-          " AND occurred_at <= ? LIMIT 1");
+      Stmt s = c_.Prepare(triage_sql::AnyEarlier());
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
       h.any_earlier = s.Step(&st);
       CORTEX_RETURN_IF_ERROR(st);
     }
     int64_t since = ToUnixMillis(awaiting_since);
     {
-      Stmt s = c_.Prepare(
-          "SELECT max(occurred_at) FROM episodes WHERE workspace_id = ? AND entity_id = ?"
-          " AND kind = 'message_sent' AND occurred_at <= ?");
+      Stmt s = c_.Prepare(triage_sql::kLastSent);
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
       if (s.Step(&st) && !s.IsNull(0)) since = std::max(since, s.Int(0));
       CORTEX_RETURN_IF_ERROR(st);
     }
     {
-      Stmt s = c_.Prepare(
-          "SELECT count(*), min(occurred_at) FROM (SELECT occurred_at FROM episodes"
-          " WHERE workspace_id = ? AND entity_id = ? AND kind = 'message_received'"
-          " AND occurred_at > ? AND occurred_at <= ? LIMIT 100) AS recent");
+      Stmt s = c_.Prepare(triage_sql::kUnanswered);
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, since).Bind(4, t);
       if (s.Step(&st)) {
         h.unanswered = s.Int(0);
@@ -200,9 +220,7 @@ class SqlTx final : public WriteTx {
   Result<int64_t> CountThreadEpisodes(const std::string& ws, const std::string& thread,
                                       TimePoint from, TimePoint to) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare(
-        "SELECT count(*) FROM (SELECT 1 FROM episodes WHERE workspace_id = ? AND thread = ?"
-        " AND occurred_at >= ? AND occurred_at <= ? LIMIT 100) AS recent");
+    Stmt s = c_.Prepare(triage_sql::kThreadCount);
     s.Bind(1, ws).Bind(2, thread).Bind(3, from).Bind(4, to);
     Status st;
     int64_t n = s.Step(&st) ? s.Int(0) : 0;

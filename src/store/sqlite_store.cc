@@ -349,10 +349,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
     return Status::InvalidArgument("cannot create data directory " + dir + ": " + ec.message());
   // Process-wide, and only before SQLite initializes: on the first store opened.
   // MEMSTATUS off: SQLite's memory statistics take one process-wide mutex on every
-  // allocation, which the reader connections of all I/O threads then contend for.
-  static const bool configured =
-      sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, kStatementJournalSpillBytes) == SQLITE_OK &&
-      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK;
+  // allocation, which the reader connections of all I/O threads then contend for. Both
+  // are speed settings: if SQLite was already initialised (SQLITE_MISUSE) it runs without.
+  static const int configured[] = {
+      sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, kStatementJournalSpillBytes),
+      sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)};
   (void)configured;
   auto store = std::make_unique<SqliteStore>(dir + "/cortex.db");
   CORTEX_RETURN_IF_ERROR(store->Init());

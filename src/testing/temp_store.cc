@@ -97,4 +97,24 @@ void TempStore::ExecRaw(const std::string& sql) {
   sqlite3_close(db);
 }
 
+std::string TempStore::QueryPlan(const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2((location_ + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) !=
+      SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << location_;
+  }
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sqlite3_errmsg(db) << " in: " << sql;
+  }
+  while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+    out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
+    out += "\n";
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
 }  // namespace cortex::testing

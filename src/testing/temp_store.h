@@ -26,6 +26,8 @@ class TempStore {
   void Reopen();
   // Runs `sql` on the database behind the store's back (a tampering user, say).
   void ExecRaw(const std::string& sql);
+  // SQLite's EXPLAIN QUERY PLAN of `sql`, one step per line (REQUIRES: !is_postgres()).
+  std::string QueryPlan(const std::string& sql);
 
  private:
   std::string server_;  // the PostgreSQL server, if any

@@ -1,6 +1,5 @@
 // The read tools on the demo workspace, called through the registry as a client would.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include "cli/commands.h"
 #include "core/time.h"
@@ -212,23 +211,7 @@ TEST_F(ReadToolsTest, AnotherWorkspacesIdsAreNotFound) {
 
 TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   if (store_.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2((store_.location() + "/cortex.db").c_str(), &db, SQLITE_OPEN_READONLY,
-                            nullptr),
-            SQLITE_OK);
-  auto plan = [&](const char* sql) {
-    std::string out;
-    sqlite3_stmt* s = nullptr;
-    EXPECT_EQ(
-        sqlite3_prepare_v2(db, (std::string("EXPLAIN QUERY PLAN ") + sql).c_str(), -1, &s, nullptr),
-        SQLITE_OK);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-      out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
-      out += "\n";
-    }
-    sqlite3_finalize(s);
-    return out;
-  };
+  auto plan = [&](const char* sql) { return store_.QueryPlan(sql); };
   std::string inspect = plan("SELECT * FROM decisions WHERE id = 'dec_x' AND workspace_id = 'ws'");
   EXPECT_NE(inspect.find("USING INDEX sqlite_autoindex_decisions_1 (id=?)"), std::string::npos)
       << inspect;
@@ -248,7 +231,6 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
             std::string::npos)
       << by_entity;
   EXPECT_EQ(by_entity.find("TEMP B-TREE"), std::string::npos) << by_entity;
-  sqlite3_close(db);
 }
 
 }  // namespace
