@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -159,26 +160,20 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
 TEST(QueryPlanTest, TriageLookupsReadOnlyAnIndex) {
   testing::TempStore store;
   if (store.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
-  std::string earlier = store.QueryPlan(triage_sql::AnyEarlier());
-  EXPECT_NE(earlier.find("COVERING INDEX episodes_by_entity_kind (workspace_id=? AND "
-                         "entity_id=? AND kind=? AND occurred_at<?)"),
-            std::string::npos)
-      << earlier;
-  std::string sent = store.QueryPlan(triage_sql::kLastSent);
-  EXPECT_NE(sent.find("COVERING INDEX episodes_by_entity_kind (workspace_id=? AND entity_id=? "
-                      "AND kind=? AND occurred_at<?)"),
-            std::string::npos)
-      << sent;
-  std::string unanswered = store.QueryPlan(triage_sql::kUnanswered);
-  EXPECT_NE(unanswered.find("COVERING INDEX episodes_by_entity_kind (workspace_id=? AND "
-                            "entity_id=? AND kind=? AND occurred_at>? AND occurred_at<?)"),
-            std::string::npos)
-      << unanswered;
-  std::string thread = store.QueryPlan(triage_sql::kThreadCount);
-  EXPECT_NE(thread.find("COVERING INDEX episodes_by_thread (workspace_id=? AND thread=? AND "
-                        "occurred_at>? AND occurred_at<?)"),
-            std::string::npos)
-      << thread;
+  const std::string by_entity_kind =
+      "COVERING INDEX episodes_by_entity_kind (workspace_id=? AND entity_id=? AND kind=? AND ";
+  const std::pair<std::string, std::string> lookups[] = {
+      {triage_sql::AnyEarlier(), by_entity_kind + "occurred_at<?)"},
+      {triage_sql::kLastSent, by_entity_kind + "occurred_at<?)"},
+      {triage_sql::kUnanswered, by_entity_kind + "occurred_at>? AND occurred_at<?)"},
+      {triage_sql::kThreadCount,
+       "COVERING INDEX episodes_by_thread (workspace_id=? AND thread=? AND occurred_at>? AND "
+       "occurred_at<?)"},
+  };
+  for (const auto& [sql, expected] : lookups) {
+    std::string plan = store.QueryPlan(sql);
+    EXPECT_NE(plan.find(expected), std::string::npos) << sql << "\n" << plan;
+  }
 }
 
 }  // namespace
