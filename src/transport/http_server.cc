@@ -5,7 +5,6 @@
 // commit, and its response comes back to the connection's worker to be sent.
 #include "transport/http_server.h"
 
-#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/log.h"
 #include "transport/flood_guard.h"
 
 namespace cortex {
@@ -37,8 +37,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 class Connection;
-
-constexpr size_t kTrimAfterBodyBytes = 1 << 20;
 
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
@@ -208,10 +206,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
           return;
         }
         HttpResponse res = self->server_.Respond(req, start);
-        // glibc keeps each thread's arena at its high-water mark, and a big ingest batch may
-        // land on any of the pool's threads: give its memory back rather than keep one
-        // batch's worth per thread.
-        if (req.body.size() >= kTrimAfterBodyBytes) malloc_trim(0);
         net::post(self->stream_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
           self->Send(std::move(res), keep_alive);
         });
@@ -246,7 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string route =
         HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target());
     server_.metrics.Record(route, "", "rate_limited", 0);
-    spdlog::info("request route=\"{}\" status=rate_limited http=429 peer={}", route, peer_);
+    AccessLog().info("request route=\"{}\" status=rate_limited http=429 peer={}", route, peer_);
     HttpResponse r = HttpRouter::Problem(
         429, "rate_limited",
         "Too many requests from this address; retry in " + std::to_string(retry_after_s) + " s.");
@@ -346,7 +340,7 @@ HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   metrics.Record(log.method.empty() ? log.route : log.method, log.tool, log.status, seconds);
   // One line per request; never a token or a body.
-  spdlog::info(
+  AccessLog().info(
       "request route=\"{}\" method={} tool={} status={} http={} latency_ms={:.3f} "
       "trace_id={}",
       log.route, log.method.empty() ? "-" : log.method, log.tool.empty() ? "-" : log.tool,
@@ -421,18 +415,8 @@ void HttpServer::Impl::ConnectionClosed() {
   if (--live == 0 && stopping) net::post(ioc, [this] { grace_timer.cancel(); });
 }
 
-// glibc gives threads their own malloc arenas (up to 8 per core), each keeping what it once
-// held: with the write pool's threads that let the resident size grow with the number of
-// threads that ever ran a big request. Two arenas per core keep allocation uncontended
-// enough and memory bounded (docs/performance.md).
-static std::unique_ptr<HttpServer::Impl> NewImpl(HttpRouter& router, Metrics& metrics,
-                                                 HttpServerOptions options) {
-  mallopt(M_ARENA_MAX, 2 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  return std::make_unique<HttpServer::Impl>(router, metrics, std::move(options));
-}
-
 HttpServer::HttpServer(HttpRouter& router, Metrics& metrics, HttpServerOptions options)
-    : impl_(NewImpl(router, metrics, std::move(options))) {}
+    : impl_(std::make_unique<Impl>(router, metrics, std::move(options))) {}
 
 HttpServer::~HttpServer() = default;
 

@@ -7,6 +7,7 @@
 
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/log.h"
 #include "protocol/jsonrpc.h"
 
 namespace cortex {
@@ -66,9 +67,10 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics.Record(res.method, res.tool, res.status, seconds);
-    spdlog::info("request route=stdio method={} tool={} status={} latency_ms={:.3f} trace_id={}",
-                 res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool,
-                 res.status, seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
+    AccessLog().info(
+        "request route=stdio method={} tool={} status={} latency_ms={:.3f} trace_id={}",
+        res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool, res.status,
+        seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
   }
   if (session) (void)server.EndSession(*session, auth);
   return 0;
