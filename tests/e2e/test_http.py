@@ -938,6 +938,33 @@ class TestShutdown(unittest.TestCase):
         self.assertEqual(conn.sock.recv(1), b"")
         conn.close()
 
+    def test_request_log_lines_are_written_within_a_second_and_at_exit(self):
+        """stderr is a file here, so request lines are batched: each still reaches the log
+        within about a second, a warning is never held back behind them, and a SIGTERM
+        writes out the ones still buffered, in order, before the process exits."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+
+        def request_lines():
+            return [ln for ln in self.server.read_log().splitlines() if " request route=" in ln]
+
+        self._healthz(conn)  # the second request: Server() waited for one /healthz
+        deadline = time.monotonic() + 3
+        while len(request_lines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(len(request_lines()), 2, self.server.read_log())
+        for _ in range(20):
+            self._healthz(conn)
+        conn.close()
+        rc = self.server.terminate(timeout=5)
+        self.assertEqual(rc, 0, self.server.read_log())
+        log = self.server.read_log().splitlines()
+        lines = [ln for ln in log if " request route=" in ln]
+        self.assertEqual(len(lines), 22, "\n".join(log))
+        self.assertTrue(all('route="GET /healthz"' in ln and "http=200" in ln for ln in lines))
+        # The buffered lines come out before the shutdown lines logged after them.
+        stopping = next(i for i, ln in enumerate(log) if "shutting down" in ln)
+        self.assertLess(log.index(lines[-1]), stopping, "\n".join(log))
+
     def test_sigterm_answers_the_writes_in_flight(self):
         """Ingests run on the write pool; a SIGTERM while they run still answers each one,
         and what was answered is kept."""

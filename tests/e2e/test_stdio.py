@@ -175,8 +175,14 @@ class TestStdioSession(unittest.TestCase, StdioAsserts):
         self.assertEqual(msgs[3]["error"]["code"], -32700)
         self.assertIsNone(msgs[3].get("id"))
         self.assertEqual(msgs[4]["result"], {})
-        # Logs went to stderr.
+        # Logs went to stderr, one line per request; stderr is a pipe, so those lines were
+        # batched and written out at exit.
         self.assertIn("serving MCP on stdio", err)
+        methods = [ln.split(" method=")[1].split()[0] for ln in err.splitlines()
+                   if " request route=stdio " in ln]
+        self.assertEqual(methods[:3], ["initialize", "notifications/initialized", "tools/list"],
+                         err)
+        self.assertIn("method=tools/call tool=workspace.status status=ok", err)
 
     def test_interactive_replies_are_flushed_per_line(self):
         p = Interactive(ENV["token"])
