@@ -163,6 +163,15 @@ class SqliteStore final : public Store {
   }
 
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
+    if (shared_.store == this) {
+      if (!shared_.conn) {  // the scope's first read opens its transaction
+        auto conn = AcquireReader();
+        if (!conn.ok()) return conn.status();
+        CORTEX_RETURN_IF_ERROR((*conn)->Run("BEGIN"));
+        shared_.conn = std::move(*conn);
+      }
+      return fn(*NewSqlTx(*shared_.conn));
+    }
     auto conn = AcquireReader();
     if (!conn.ok()) return conn.status();
     Status st = (*conn)->Run("BEGIN");
@@ -213,6 +222,20 @@ class SqliteStore final : public Store {
     }
     if (me.error) std::rethrow_exception(me.error);
     return me.result;
+  }
+
+  void BeginSharedReads() override {
+    if (shared_.store == nullptr) shared_.store = this;
+    if (shared_.store == this) ++shared_.depth;  // (another store's scope: not ours)
+  }
+
+  void EndSharedReads() override {
+    if (shared_.store != this || --shared_.depth > 0) return;
+    shared_.store = nullptr;
+    if (!shared_.conn) return;
+    std::unique_ptr<Conn> conn = std::move(shared_.conn);
+    (void)conn->Run("COMMIT");  // a read transaction: commit just ends it
+    if (!conn->InTransaction()) ReleaseReader(std::move(conn));
   }
 
   // Other processes may open the file (`cortex ingest` while `cortex serve` runs), but only
@@ -329,6 +352,14 @@ class SqliteStore final : public Store {
     if (readers_.size() < kMaxReaders) readers_.push_back(std::move(c));
   }
 
+  // The open SharedReads scope of this thread, if any (at most one store's at a time).
+  struct SharedRead {
+    const SqliteStore* store = nullptr;
+    int depth = 0;               // nested scopes
+    std::unique_ptr<Conn> conn;  // in a read transaction, once the scope's first Read() ran
+  };
+  static thread_local SharedRead shared_;
+
   std::string path_;
   std::mutex queue_mu_;  // guards queue_ and leading_
   std::condition_variable queue_cv_;
@@ -339,6 +370,8 @@ class SqliteStore final : public Store {
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Conn>> readers_;
 };
+
+thread_local SqliteStore::SharedRead SqliteStore::shared_;
 
 }  // namespace
 

@@ -153,6 +153,38 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
   EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kRows + 4));
 }
 
+// A read-only request's reads share one snapshot: what commits meanwhile (here from another
+// thread) is seen only once the scope ends. Nested scopes end with the outermost, and a
+// scope on one store leaves another store's reads alone.
+TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
+  testing::TempStore store, other;
+  if (store.is_postgres()) GTEST_SKIP() << "PostgreSQL runs each Read() on its own";
+  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(1)); }).ok());
+  auto write_elsewhere = [](Store& s, int n) {
+    std::thread([&s, n] {
+      ASSERT_TRUE(s.Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); }).ok());
+    }).join();
+  };
+  {
+    SharedReads outer(*store);
+    EXPECT_EQ(CountWorkspaces(*store), 1u);
+    write_elsewhere(*store, 2);
+    {
+      SharedReads inner(*store);
+      SharedReads unrelated(*other);
+      EXPECT_EQ(CountWorkspaces(*store), 1u);
+      write_elsewhere(*other, 3);
+      EXPECT_EQ(CountWorkspaces(*other), 1u);  // not in a scope of its own store
+    }
+    EXPECT_EQ(CountWorkspaces(*store), 1u);  // the inner scope's end ended nothing
+  }
+  EXPECT_EQ(CountWorkspaces(*store), 2u);
+  // The scope's connection went back to the pool outside any transaction: reads still work
+  // and see later commits.
+  write_elsewhere(*store, 4);
+  EXPECT_EQ(CountWorkspaces(*store), 3u);
+}
+
 // Triage reads a counterparty's and a thread's earlier episodes for every message it
 // sorts: each of those reads seeks an index on the workspace, counterparty or thread and
 // kind and reads nothing else (the message being triaged is not stored yet, so no row has

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "core/json_text.h"
 #include "core/limits.h"
@@ -249,6 +250,9 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
                       "Forbidden: Origin '" + *origin + "' is not allowed");
   }
 
+  // A request that does not write reads one snapshot, from authentication to its reply.
+  std::optional<SharedReads> snapshot;
+  if (!MayWrite(req)) snapshot.emplace(store_);
   AuthContext auth;
   HttpResponse reject;
   if (!Authenticate(req, &auth, &reject, log)) return reject;
