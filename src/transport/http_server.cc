@@ -2,7 +2,8 @@
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
 // does no socket I/O of its own. Reads are handled on the worker thread; a request that may
 // write (HttpRouter::MayWrite) goes to the write pool, whose threads may block on a group
-// commit, and its response comes back to the connection's worker to be sent.
+// commit, and its response comes back to the connection's worker to be sent. Read and idle
+// timeouts are deadlines stored on the connection and enforced by one sweep per worker.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -38,6 +39,8 @@ using tcp = net::ip::tcp;
 
 class Connection;
 
+constexpr size_t kReadBufferBytes = 4096;
+
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
       : router(r),
@@ -48,10 +51,21 @@ struct HttpServer::Impl {
         acceptor(ioc),
         grace_timer(ioc) {
     for (int i = 0; i < std::max(1, options.threads); ++i) {
-      workers.push_back(std::make_unique<net::io_context>(1));
-      work.push_back(net::make_work_guard(*workers.back()));
+      workers.push_back(std::make_unique<Worker>());
+      work.push_back(net::make_work_guard(workers.back()->ioc));
     }
   }
+
+  // One thread's connections and the sweep that enforces their deadlines.
+  struct Worker {
+    net::io_context ioc{1};
+    std::vector<std::weak_ptr<Connection>> conns;  // touched only on this worker's thread
+    net::steady_timer sweep{ioc};
+    bool sweeping = false;
+  };
+  // Adds a connection to its worker's sweep. Runs on that worker's thread.
+  void Watch(Worker& worker, const std::shared_ptr<Connection>& conn);
+  void Sweep(Worker& worker);
 
   void Accept();
   void BeginStop();
@@ -68,7 +82,7 @@ struct HttpServer::Impl {
   // on one worker context, run by one thread: its handlers never hop threads, so a request
   // costs no cross-thread wake-ups and needs no strand.
   net::io_context ioc;
-  std::vector<std::unique_ptr<net::io_context>> workers;
+  std::vector<std::unique_ptr<Worker>> workers;
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   size_t next_worker = 0;  // round robin; touched only by the accept handler
   net::thread_pool write_pool;
@@ -92,23 +106,37 @@ struct HttpServer::Impl {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server), timer_(stream_.get_executor()) {
+  Connection(tcp::socket socket, HttpServer::Impl& server, HttpServer::Impl::Worker& worker)
+      : socket_(std::move(socket)),
+        server_(server),
+        worker_(worker),
+        timer_(socket_.get_executor()) {
+    // Beast reads as much as the buffer has room for, at least 512 bytes: room for a whole
+    // typical request takes one recv instead of two.
+    buffer_.reserve(kReadBufferBytes);
     beast::error_code ec;
-    peer_ = stream_.socket().remote_endpoint(ec).address().to_string();
+    peer_ = socket_.remote_endpoint(ec).address().to_string();
   }
 
   ~Connection() { server_.ConnectionClosed(); }
 
   void Start() {
-    net::dispatch(stream_.get_executor(),
-                  beast::bind_front_handler(&Connection::ReadHeader, shared_from_this()));
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->server_.Watch(self->worker_, self);
+      self->ReadHeader();
+    });
+  }
+
+  // Called by the worker's sweep: past its deadline, a connection is closed, and whatever
+  // it was waiting for completes with an error.
+  void CloseIfPast(std::chrono::steady_clock::time_point now) {
+    if (now >= deadline_) Close();
   }
 
   // Called on shutdown: idle and streaming connections close now; a busy one closes after
   // its response is written.
   void Stop() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
       if (!self->busy_ || self->streaming_) self->Close();
     });
   }
@@ -124,29 +152,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (buffer_.size() > 0) return ReadRestOfHeader();  // a pipelined request is under way
     // Between requests the idle timeout applies; once the first byte of a request arrives,
     // the whole of it must arrive within the read timeout (a slowloris is cut there).
-    // Waiting for readability consumes nothing, so Beast's header limit counts every byte.
-    awaiting_request_ = true;
-    timer_.expires_after(server_.options.http.idle_timeout);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec && self->awaiting_request_) self->Close();
+    // Waiting for readability consumes nothing: the read timeout starts at the first byte.
+    SetDeadline(server_.options.http.idle_timeout);
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->Close();
+      self->ReadRestOfHeader();
     });
-    stream_.socket().async_wait(tcp::socket::wait_read,
-                                [self = shared_from_this()](beast::error_code ec) {
-                                  self->awaiting_request_ = false;
-                                  self->timer_.cancel();
-                                  if (ec) return self->Close();
-                                  self->ReadRestOfHeader();
-                                });
   }
 
   void ReadRestOfHeader() {
-    stream_.expires_after(server_.options.http.read_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
+    SetDeadline(server_.options.http.read_timeout);
+    http::async_read_header(socket_, buffer_, *parser_,
                             beast::bind_front_handler(&Connection::OnHeader, shared_from_this()));
   }
 
-  void OnHeader(beast::error_code ec, size_t) {
-    if (ec == http::error::header_limit) return Refuse(431, "request headers too large");
+  // `header_bytes`: what the parser consumed, request line to blank line. Beast's own limit
+  // leaves uncounted the lines it completed within its first read, so it bounds memory
+  // only; the exact limit is checked here.
+  void OnHeader(beast::error_code ec, size_t header_bytes) {
+    if (ec == http::error::header_limit || (!ec && header_bytes > limits::kMaxHeaderBytes)) {
+      return Refuse(431, "request headers too large");
+    }
     if (ec) return Close();  // closed, timed out, or garbage: nothing to answer
     busy_ = true;
     if (int wait = server_.flood.Admit(peer_, std::chrono::steady_clock::now()); wait > 0) {
@@ -161,7 +187,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The deadline set when the request's first byte arrived covers the body too.
     if (AsciiLower(req[http::field::expect]) == "100-continue") {
       auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-      net::async_write(stream_, net::buffer(*msg),
+      net::async_write(socket_, net::buffer(*msg),
                        [self = shared_from_this(), msg](beast::error_code ec2, size_t) {
                          if (ec2) return self->Close();
                          self->ReadBody();
@@ -172,7 +198,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void ReadBody() {
-    http::async_read(stream_, buffer_, *parser_,
+    http::async_read(socket_, buffer_, *parser_,
                      beast::bind_front_handler(&Connection::OnRead, shared_from_this()));
   }
 
@@ -181,6 +207,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return Send(HttpRouter::TooLarge(parser_->get().target()), false);
     }
     if (ec) return Close();
+    deadline_ = kNoDeadline;  // the request is in; handling it has no time limit here
     auto& raw = parser_->get();
     HttpRequest req;
     req.method = std::string(raw.method_string());
@@ -206,7 +233,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           return;
         }
         HttpResponse res = self->server_.Respond(req, start);
-        net::post(self->stream_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
+        net::post(self->socket_.get_executor(), [self, res = std::move(res), keep_alive]() mutable {
           self->Send(std::move(res), keep_alive);
         });
       });
@@ -227,8 +254,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     msg->keep_alive(keep_alive && !server_.stopping);
     msg->prepare_payload();
     // A client that stops reading its response is cut off after the read timeout too.
-    stream_.expires_after(server_.options.http.read_timeout);
-    http::async_write(stream_, *msg,
+    SetDeadline(server_.options.http.read_timeout);
+    http::async_write(socket_, *msg,
                       [self = shared_from_this(), msg](beast::error_code ec, size_t) {
                         if (ec || !msg->keep_alive()) return self->Close();
                         self->ReadHeader();
@@ -264,9 +291,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     head += "\r\n";
     WriteStream(std::move(head));
     // Notice the client leaving: any read completes only with an error (or stray bytes).
-    stream_.expires_never();
+    deadline_ = kNoDeadline;
     auto sink = std::make_shared<std::array<char, 256>>();
-    stream_.async_read_some(net::buffer(*sink), [self = shared_from_this(), sink](
+    socket_.async_read_some(net::buffer(*sink), [self = shared_from_this(), sink](
                                                     beast::error_code, size_t) { self->Close(); });
     Tick();
   }
@@ -292,7 +319,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void WriteStream(std::string bytes, bool then_close = false) {
     auto msg = std::make_shared<std::string>(std::move(bytes));
-    net::async_write(stream_.socket(), net::buffer(*msg),
+    net::async_write(socket_, net::buffer(*msg),
                      [self = shared_from_this(), msg, then_close](beast::error_code ec, size_t) {
                        if (ec || then_close) self->Close();
                      });
@@ -304,17 +331,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (streaming_) server_.router.StreamClosed(session_);
     timer_.cancel();
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.socket().close(ec);
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
   }
 
-  beast::tcp_stream stream_;
+  static constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
+
+  // A deadline is a time stored per step, checked by the worker's sweep: no timer is set
+  // or cancelled per request (each was a timerfd_settime system call).
+  void SetDeadline(std::chrono::seconds from_now) {
+    deadline_ = std::chrono::steady_clock::now() + from_now;
+  }
+
+  tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpServer::Impl& server_;
-  net::steady_timer timer_;
+  HttpServer::Impl::Worker& worker_;
+  net::steady_timer timer_;  // the event stream's keep-alive
+  std::chrono::steady_clock::time_point deadline_ = kNoDeadline;
   bool busy_ = false;
-  bool awaiting_request_ = false;  // idle between requests, under the idle timeout
   bool streaming_ = false;
   bool closed_ = false;
   std::string session_;
@@ -349,8 +385,8 @@ HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,
 }
 
 void HttpServer::Impl::Accept() {
-  net::io_context& worker = *workers[next_worker++ % workers.size()];
-  acceptor.async_accept(worker, [this](beast::error_code ec, tcp::socket socket) {
+  Worker& worker = *workers[next_worker++ % workers.size()];
+  acceptor.async_accept(worker.ioc, [this, &worker](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!stopping) spdlog::warn("accept: {}", ec.message());
       if (stopping || ec == net::error::operation_aborted) return;
@@ -368,7 +404,7 @@ void HttpServer::Impl::Accept() {
       return Accept();
     }
     ++live;
-    auto conn = std::make_shared<Connection>(std::move(socket), *this);
+    auto conn = std::make_shared<Connection>(std::move(socket), *this, worker);
     {
       std::lock_guard<std::mutex> lock(conns_mu);
       std::erase_if(conns, [](const auto& w) { return w.expired(); });
@@ -376,6 +412,34 @@ void HttpServer::Impl::Accept() {
     }
     conn->Start();
     Accept();
+  });
+}
+
+void HttpServer::Impl::Watch(Worker& worker, const std::shared_ptr<Connection>& conn) {
+  worker.conns.push_back(conn);
+  if (worker.sweeping) return;
+  worker.sweeping = true;
+  Sweep(worker);
+}
+
+// Four times a second while a worker has connections: each deadline is kept to within a
+// quarter of a second, at the cost of one timer per thread rather than several timer
+// changes per request.
+void HttpServer::Impl::Sweep(Worker& worker) {
+  worker.sweep.expires_after(limits::kDeadlineSweep);
+  worker.sweep.async_wait([this, &worker](beast::error_code ec) {
+    if (ec) return;
+    auto now = std::chrono::steady_clock::now();
+    std::erase_if(worker.conns, [now](const std::weak_ptr<Connection>& w) {
+      auto c = w.lock();
+      if (c) c->CloseIfPast(now);
+      return !c;
+    });
+    if (worker.conns.empty()) {
+      worker.sweeping = false;
+      return;
+    }
+    Sweep(worker);
   });
 }
 
@@ -445,12 +509,12 @@ void HttpServer::Run() {
   impl_->Accept();
   std::vector<std::thread> threads;
   for (auto& worker : impl_->workers) {
-    threads.emplace_back([&w = *worker] { w.run(); });
+    threads.emplace_back([&w = *worker] { w.ioc.run(); });
   }
   // The main context's run() returns once the acceptor and the signal wait are gone and
   // every connection has closed (or the shutdown grace period ran out).
   impl_->ioc.run();
-  for (auto& worker : impl_->workers) worker->stop();
+  for (auto& worker : impl_->workers) worker->ioc.stop();
   for (auto& t : threads) t.join();
   // Writes still running (past the grace period) finish before the store can go away.
   impl_->write_pool.join();
