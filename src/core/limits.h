@@ -17,8 +17,8 @@ inline constexpr std::chrono::seconds kShutdownGrace{10};  // SIGTERM: finish in
 inline constexpr size_t kMaxConnections = 1024;            // open connections per server
 inline constexpr std::chrono::seconds kSseKeepAlive{15};   // comment line on idle streams
 inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses tracked at once
-// How often each I/O thread checks its connections' read and idle deadlines: a timeout
-// takes effect up to this much late.
+// How often each I/O thread checks its connections' read, write and idle deadlines: a
+// timeout takes effect up to this much late.
 inline constexpr std::chrono::milliseconds kDeadlineSweep{250};
 // Requests that may write run on a pool of this many threads, off the I/O threads, so that
 // many writes can wait for one group commit together (up to this many of them per commit).

@@ -16,7 +16,7 @@ namespace {
 
 constexpr char kAccessLogger[] = "access";
 constexpr size_t kAccessBufferBytes = 64 * 1024;
-spdlog::logger* access_log = nullptr;  // set by InitLogging, before any thread reads it
+std::shared_ptr<spdlog::logger> access_log;  // set by InitLogging, before any thread reads it
 
 // stderr for a file or a pipe: access lines collect in memory and go out in one write
 // (one write(2) per request was ~6% of a read's CPU); any other line, at any level, writes
@@ -71,7 +71,7 @@ void InitLogging(const std::string& level) {
     return logger;
   };
   spdlog::set_default_logger(make("cortex"));
-  access_log = make(kAccessLogger).get();  // the registry keeps it alive
+  access_log = make(kAccessLogger);
   spdlog::flush_every(std::chrono::seconds(1));
 }
 

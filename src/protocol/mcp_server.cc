@@ -106,6 +106,37 @@ std::optional<std::string> DecodeHeaderValue(const std::string& v) {
   return v;
 }
 
+// Checks the Mcp-Method and Mcp-Name headers of an HTTP request against its body. A
+// stateless-era request must carry them (`required`); a session-era one need not, but any it
+// carries must match as well, since the HTTP layer routes by them (HttpRouter::MayWrite).
+std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::string& method,
+                                             const json& params, bool required) {
+  auto mismatch = [](std::string msg) {
+    return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}};
+  };
+  if (!req.method_header) {
+    if (required) return mismatch("Header mismatch: Mcp-Method header is required");
+  } else if (*req.method_header != method) {
+    return mismatch("Header mismatch: Mcp-Method header value '" + *req.method_header +
+                    "' does not match body value '" + method + "'");
+  }
+  const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
+                           : method == "resources/read"                      ? "uri"
+                                                                             : nullptr;
+  if (name_field != nullptr && (required || req.name_header)) {
+    if (!req.name_header) return mismatch("Header mismatch: Mcp-Name header is required");
+    auto decoded = DecodeHeaderValue(*req.name_header);
+    if (!decoded) return mismatch("Header mismatch: Mcp-Name header value is malformed");
+    auto body_name = params.find(name_field);
+    if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
+      return mismatch("Header mismatch: Mcp-Name header value '" + *decoded +
+                      "' does not match body value " +
+                      (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
+    }
+  }
+  return std::nullopt;
+}
+
 // Checks the Mcp-* headers of a stateless-era HTTP request against its body.
 std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string& version,
                                        const std::string& method, const json& params) {
@@ -119,26 +150,7 @@ std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string&
     return mismatch("Header mismatch: MCP-Protocol-Version header value '" +
                     *req.protocol_version_header + "' does not match body value '" + version + "'");
   }
-  if (!req.method_header) return mismatch("Header mismatch: Mcp-Method header is required");
-  if (*req.method_header != method) {
-    return mismatch("Header mismatch: Mcp-Method header value '" + *req.method_header +
-                    "' does not match body value '" + method + "'");
-  }
-  const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
-                           : method == "resources/read"                      ? "uri"
-                                                                             : nullptr;
-  if (name_field != nullptr) {
-    if (!req.name_header) return mismatch("Header mismatch: Mcp-Name header is required");
-    auto decoded = DecodeHeaderValue(*req.name_header);
-    if (!decoded) return mismatch("Header mismatch: Mcp-Name header value is malformed");
-    auto body_name = params.find(name_field);
-    if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
-      return mismatch("Header mismatch: Mcp-Name header value '" + *decoded +
-                      "' does not match body value " +
-                      (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
-    }
-  }
-  return std::nullopt;
+  return CheckMethodHeaders(req, method, params, /*required=*/true);
 }
 
 }  // namespace
@@ -287,6 +299,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
                                     const std::string& method, const json& params,
                                     bool is_notification, McpResponse out) {
   const AuthContext& auth = *req.auth;
+  if (req.transport == McpTransport::kHttp) {
+    if (auto err = CheckMethodHeaders(req, method, params, /*required=*/false)) {
+      return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
+                  *err);
+    }
+  }
   if (method == "initialize") {
     if (is_notification) {
       return Fail(std::move(out), nullptr, Disposition::kRejected,

@@ -165,23 +165,17 @@ class SqliteStore final : public Store {
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
     if (shared_.store == this) {
       if (!shared_.conn) {  // the scope's first read opens its transaction
-        auto conn = AcquireReader();
+        auto conn = BeginRead();
         if (!conn.ok()) return conn.status();
-        CORTEX_RETURN_IF_ERROR((*conn)->Run("BEGIN"));
         shared_.conn = std::move(*conn);
       }
       return fn(*NewSqlTx(*shared_.conn));
     }
-    auto conn = AcquireReader();
+    auto conn = BeginRead();
     if (!conn.ok()) return conn.status();
-    Status st = (*conn)->Run("BEGIN");
-    if (st.ok()) {
-      st = fn(*NewSqlTx(**conn));
-      Status end = (*conn)->Run("COMMIT");  // a read transaction: commit just ends it
-      if (st.ok()) st = end;
-    }
-    ReleaseReader(std::move(*conn));
-    return st;
+    Status st = fn(*NewSqlTx(**conn));
+    Status end = EndRead(std::move(*conn));
+    return st.ok() ? end : st;
   }
 
   // Group commit: concurrent writers queue their functions; whoever finds no batch in
@@ -229,13 +223,10 @@ class SqliteStore final : public Store {
     if (shared_.store == this) ++shared_.depth;  // (another store's scope: not ours)
   }
 
-  void EndSharedReads() override {
+  void EndSharedReads() noexcept override {
     if (shared_.store != this || --shared_.depth > 0) return;
     shared_.store = nullptr;
-    if (!shared_.conn) return;
-    std::unique_ptr<Conn> conn = std::move(shared_.conn);
-    (void)conn->Run("COMMIT");  // a read transaction: commit just ends it
-    if (!conn->InTransaction()) ReleaseReader(std::move(conn));
+    if (shared_.conn) (void)EndRead(std::move(shared_.conn));
   }
 
   // Other processes may open the file (`cortex ingest` while `cortex serve` runs), but only
@@ -333,6 +324,31 @@ class SqliteStore final : public Store {
       }
     }
     return Status::Ok();
+  }
+
+  // A pooled reader inside a read transaction.
+  Result<std::unique_ptr<Conn>> BeginRead() {
+    auto conn = AcquireReader();
+    if (!conn.ok()) return conn.status();
+    Status st = (*conn)->Run("BEGIN");
+    if (!st.ok()) {
+      ReleaseReader(std::move(*conn));
+      return st;
+    }
+    return conn;
+  }
+
+  // Ends a read transaction (a commit just ends it). The connection goes back to the pool
+  // unless it is somehow still in a transaction, where it would fail every later BEGIN.
+  // Never throws: it also runs from SharedReads' destructor.
+  Status EndRead(std::unique_ptr<Conn> conn) noexcept {
+    try {
+      Status st = conn->Run("COMMIT");
+      if (!conn->InTransaction()) ReleaseReader(std::move(conn));
+      return st;
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("ending a read: ") + e.what());
+    }
   }
 
   Result<std::unique_ptr<Conn>> AcquireReader() {

@@ -154,34 +154,38 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
 }
 
 // A read-only request's reads share one snapshot: what commits meanwhile (here from another
-// thread) is seen only once the scope ends. Nested scopes end with the outermost, and a
-// scope on one store leaves another store's reads alone.
+// thread) is seen only once the scope ends. Nested scopes end with the outermost; a second
+// store's scope on the same thread is ignored, and that store's reads stay their own.
 TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
   testing::TempStore store, other;
   if (store.is_postgres()) GTEST_SKIP() << "PostgreSQL runs each Read() on its own";
-  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(1)); }).ok());
-  auto write_elsewhere = [](Store& s, int n) {
-    std::thread([&s, n] {
-      ASSERT_TRUE(s.Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); }).ok());
-    }).join();
+  auto insert = [](Store& s, int n) {
+    return s.Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); });
   };
+  auto insert_elsewhere = [&](Store& s, int n) {
+    std::thread([&] { ASSERT_TRUE(insert(s, n).ok()); }).join();
+  };
+  ASSERT_TRUE(insert(*store, 1).ok());
+  ASSERT_TRUE(insert(*other, 10).ok());
+  ASSERT_TRUE(insert(*other, 11).ok());
   {
     SharedReads outer(*store);
     EXPECT_EQ(CountWorkspaces(*store), 1u);
-    write_elsewhere(*store, 2);
+    insert_elsewhere(*store, 2);
     {
       SharedReads inner(*store);
       SharedReads unrelated(*other);
       EXPECT_EQ(CountWorkspaces(*store), 1u);
-      write_elsewhere(*other, 3);
-      EXPECT_EQ(CountWorkspaces(*other), 1u);  // not in a scope of its own store
+      EXPECT_EQ(CountWorkspaces(*other), 2u);
+      insert_elsewhere(*other, 12);
+      EXPECT_EQ(CountWorkspaces(*other), 3u);
     }
     EXPECT_EQ(CountWorkspaces(*store), 1u);  // the inner scope's end ended nothing
   }
   EXPECT_EQ(CountWorkspaces(*store), 2u);
-  // The scope's connection went back to the pool outside any transaction: reads still work
-  // and see later commits.
-  write_elsewhere(*store, 4);
+  // The scope's connection went back to the pool outside any transaction: the next read
+  // takes it (the pool hands out the last returned) and can begin its own.
+  insert_elsewhere(*store, 3);
   EXPECT_EQ(CountWorkspaces(*store), 3u);
 }
 

@@ -69,7 +69,10 @@ class HttpRouter {
   // an ingest, a session started or ended. The transport runs those off its I/O threads, so
   // reads never queue behind a commit and concurrent writes share one. Decided from the
   // method, path and the Mcp-Method / Mcp-Name headers; without them (the 2025-11-25 era) a
-  // POST counts as a write. Only where the request runs depends on it, never its answer.
+  // POST counts as a write. The MCP server refuses a request whose Mcp-* headers contradict
+  // its body, in either era, so a request judged read-only cannot write. A request that
+  // cannot write runs on the I/O thread and reads one snapshot (SharedReads); its answer is
+  // the same either way.
   bool MayWrite(const HttpRequest& req) const;
 
   // Whether the stream opened for `session` should stay open (false once it is deleted).

@@ -2,8 +2,8 @@
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
 // does no socket I/O of its own. Reads are handled on the worker thread; a request that may
 // write (HttpRouter::MayWrite) goes to the write pool, whose threads may block on a group
-// commit, and its response comes back to the connection's worker to be sent. Read and idle
-// timeouts are deadlines stored on the connection and enforced by one sweep per worker.
+// commit, and its response comes back to the connection's worker to be sent. The read, write
+// and idle timeouts are deadlines stored on the connection, enforced by one sweep per worker.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -428,7 +428,10 @@ void HttpServer::Impl::Watch(Worker& worker, const std::shared_ptr<Connection>& 
 void HttpServer::Impl::Sweep(Worker& worker) {
   worker.sweep.expires_after(limits::kDeadlineSweep);
   worker.sweep.async_wait([this, &worker](beast::error_code ec) {
-    if (ec) return;
+    if (ec) {
+      worker.sweeping = false;
+      return;
+    }
     auto now = std::chrono::steady_clock::now();
     std::erase_if(worker.conns, [now](const std::weak_ptr<Connection>& w) {
       auto c = w.lock();

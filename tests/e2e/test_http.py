@@ -586,6 +586,25 @@ class TestSessionEra(unittest.TestCase, RpcAsserts):
         self.assertEqual(r.status, 405, r)
         self.assertIn("POST", r.header("Allow") or "")
 
+    def test_mcp_headers_that_contradict_the_body_are_refused_in_session(self):
+        # The server routes by Mcp-Method / Mcp-Name (a read runs inline on one snapshot), so
+        # a session-era request may omit them but not contradict its body: a write claiming
+        # to be a read is refused, and nothing is proposed.
+        sid = open_session(self)
+        send = {"name": "action.communicate",
+                "arguments": {"to": "pat@example.com", "message": "hello"}}
+        for headers in ({"Mcp-Method": "tools/list"},
+                        {"Mcp-Method": "tools/call", "Mcp-Name": "decision.inspect"}):
+            with self.subTest(headers=headers):
+                r = in_session(sid, "tools/call", send, id=9, headers=headers)
+                self.assertRpcError(r, 400, -32020, id=9)
+        r = in_session(sid, "tools/call", {"name": "decision.list", "arguments": {}}, id=10,
+                       headers={"Mcp-Method": "tools/call", "Mcp-Name": "decision.list"})
+        self.assertEqual(r.status, 200, r)
+        listed = r.json()["result"]["structuredContent"]
+        self.assertFalse([d for d in listed["decisions"]
+                          if "pat@example.com" in d.get("payload_summary", "")], listed)
+
     def test_unknown_method_in_session_is_200_method_not_found(self):
         sid = open_session(self)
         r = in_session(sid, "no/such/method", id=8)
@@ -944,8 +963,12 @@ class TestShutdown(unittest.TestCase):
         writes out the ones still buffered, in order, before the process exits."""
         conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
 
+        def whole_log():
+            with open(self.server.log_path, encoding="utf-8", errors="replace") as f:
+                return f.read().splitlines()
+
         def request_lines():
-            return [ln for ln in self.server.read_log().splitlines() if " request route=" in ln]
+            return [ln for ln in whole_log() if " request route=" in ln]
 
         self._healthz(conn)  # the second request: Server() waited for one /healthz
         deadline = time.monotonic() + 3
@@ -957,7 +980,7 @@ class TestShutdown(unittest.TestCase):
         conn.close()
         rc = self.server.terminate(timeout=5)
         self.assertEqual(rc, 0, self.server.read_log())
-        log = self.server.read_log().splitlines()
+        log = whole_log()
         lines = [ln for ln in log if " request route=" in ln]
         self.assertEqual(len(lines), 22, "\n".join(log))
         self.assertTrue(all('route="GET /healthz"' in ln and "http=200" in ln for ln in lines))
