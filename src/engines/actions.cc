@@ -210,7 +210,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
         auto recent = tx.ListDecisions(ws, f, limit);
         if (!recent.ok()) return recent.status();
         for (Decision& d : *recent) {
-          if (d.details.value("triage_class", "") != "handle_silently") {
+          if (d.Details().value("triage_class", "") != "handle_silently") {
             triage = std::move(d);
             break;
           }
@@ -298,7 +298,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       d.agent_version = workspace->agent_version;
       d.world_version = world_version;
       d.source_episode_ids = r->evidence;
-      d.details = {{"action_id", action.id}, {"rule_name", r->name}};
+      d.details_json = DumpJson({{"action_id", action.id}, {"rule_name", r->name}});
       CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
       CORTEX_RETURN_IF_ERROR(tx.AddRuleHits(ws, r->id, 1));
       fired_ids.push_back(d.id);
@@ -326,15 +326,15 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     for (const Signal& s : signals->signals) {
       signal_json.push_back({{"kind", s.kind}, {"summary", s.summary}});
     }
-    proposal.details = {{"action_id", action.id},
-                        {"level", level},
-                        {"trust_level", trust->level},
-                        {"trust_source", trust->source},
-                        {"urgent", urgent},
-                        {"rules_fired", fired_ids},
-                        {"signals", signal_json},
-                        {"first_contact", new_entity},
-                        {"drafting", drafter_note}};
+    proposal.details_json = DumpJson({{"action_id", action.id},
+                                      {"level", level},
+                                      {"trust_level", trust->level},
+                                      {"trust_source", trust->source},
+                                      {"urgent", urgent},
+                                      {"rules_fired", fired_ids},
+                                      {"signals", signal_json},
+                                      {"first_contact", new_entity},
+                                      {"drafting", drafter_note}});
     if (triage) proposal.triage_decision_id = triage->id;
     action.decision_id = proposal.id;
     if (level == 1) action.due_at = now + config_.draft_expiry;

@@ -207,8 +207,8 @@ rules:
   EXPECT_EQ(capped.status, "pending_approval");
   Decision d = GetDecision(capped.decision_id);
   EXPECT_EQ(*d.rule_summary, "Never send to external counterparties without approval.");
-  EXPECT_EQ(d.details["rules_fired"].size(), 1u);
-  Decision fired = GetDecision(d.details["rules_fired"][0]);
+  EXPECT_EQ(d.Details()["rules_fired"].size(), 1u);
+  Decision fired = GetDecision(d.Details()["rules_fired"][0]);
   EXPECT_EQ(fired.decision_class, "rule_fired");
   EXPECT_EQ(fired.trace_id, d.trace_id);
   // The proposal links the notification it answers.
@@ -226,9 +226,10 @@ TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
   ActionResult r = Send("Taylor@Brightfield.example");
   EXPECT_EQ(r.status, "pending_approval");
   Decision d = GetDecision(r.decision_id);
-  EXPECT_TRUE(d.details["first_contact"].get<bool>());
+  EXPECT_TRUE(d.Details()["first_contact"].get<bool>());
   bool signal = false;
-  for (const auto& s : d.details["signals"]) signal |= s["kind"] == "first_contact";
+  const nlohmann::json details = d.Details();
+  for (const auto& s : details["signals"]) signal |= s["kind"] == "first_contact";
   EXPECT_TRUE(signal);
   auto missing = engine().Communicate(ws_.id, Req("entity_01M8PS06M053VVFGPPNAWWM0AA", "hi"));
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);
@@ -281,7 +282,7 @@ TEST_F(ActionsTest, TrustRisesWithCleanApprovalsAndFallsWithARejection) {
   ASSERT_EQ(moves.size(), 1u);
   EXPECT_NE(moves[0].payload_summary.find("from 1 (draft) to 2 (supervised)"), std::string::npos)
       << moves[0].payload_summary;
-  EXPECT_EQ(moves[0].details["evidence_decision_ids"].size(), 2u);
+  EXPECT_EQ(moves[0].Details()["evidence_decision_ids"].size(), 2u);
   // The ceiling: two more clean approvals do not take an external counterparty past 2.
   for (int i = 0; i < 2; ++i) {
     ActionResult r = Send("marcus@h.example");

@@ -171,10 +171,11 @@ Result<Notification> Triager::Triage(const Episode& ep, const Entity* who,
   for (const Signal& s : report->signals) {
     signals.push_back({{"kind", s.kind}, {"summary", s.summary}});
   }
-  d.details = {{"triage_class", triage_class},
-               {"signals", signals},
-               {"episode_id", ep.id},
-               {"surface_at", surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr}};
+  d.details_json =
+      DumpJson({{"triage_class", triage_class},
+                {"signals", signals},
+                {"episode_id", ep.id},
+                {"surface_at", surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr}});
   CORTEX_RETURN_IF_ERROR(tx_.InsertDecision(d));
   CORTEX_RETURN_IF_ERROR(tx_.InsertNotification(n));
   return n;

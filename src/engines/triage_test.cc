@@ -50,7 +50,8 @@ class TriageTest : public ::testing::Test {
 
   static std::vector<std::string> Kinds(const Decision& d) {
     std::vector<std::string> out;
-    for (const auto& s : d.details["signals"]) out.push_back(s["kind"]);
+    const nlohmann::json details = d.Details();
+    for (const auto& s : details["signals"]) out.push_back(s["kind"]);
     return out;
   }
 
@@ -66,13 +67,14 @@ class TriageTest : public ::testing::Test {
 
 TEST_F(TriageTest, VipDuringFocusBlockIsHeldUntilItEnds_DefaultPolicy) {
   Decision d = Receive("sarah@n.example", "2026-06-09T10:15:00Z", "Q3 plan");
-  EXPECT_EQ(d.details["triage_class"], "surface_at_transition");
-  EXPECT_EQ(d.details["surface_at"], "2026-06-09T11:00:00Z");
+  EXPECT_EQ(d.Details()["triage_class"], "surface_at_transition");
+  EXPECT_EQ(d.Details()["surface_at"], "2026-06-09T11:00:00Z");
   EXPECT_EQ(d.confidence, "just_guessing");
   EXPECT_FALSE(d.rule_id.has_value());
   EXPECT_TRUE(HasKind(d, "vip_counterparty"));
   EXPECT_TRUE(HasKind(d, "active_focus_block"));
-  for (const auto& s : d.details["signals"]) {
+  const nlohmann::json details = d.Details();
+  for (const auto& s : details["signals"]) {
     if (s["kind"] == "active_focus_block") {
       EXPECT_EQ(s["summary"], "Calendar block 'deep work' active until 11:00.");
     }
@@ -128,8 +130,8 @@ TEST_F(TriageTest, AnEntityLineAppliesToTheRestOfItsBatch) {
 TEST_F(TriageTest, EachSignal) {
   Decision first = Receive("new@person.example", "2026-06-09T14:00:00Z", "Hello");
   EXPECT_TRUE(HasKind(first, "first_contact"));
-  EXPECT_EQ(first.details["triage_class"], "daily_digest");
-  EXPECT_EQ(first.details["surface_at"], "2026-06-09T17:00:00Z");
+  EXPECT_EQ(first.Details()["triage_class"], "daily_digest");
+  EXPECT_EQ(first.Details()["surface_at"], "2026-06-09T17:00:00Z");
 
   Decision again = Receive("new@person.example", "2026-06-09T15:00:00Z", "Hello again", "t1");
   EXPECT_FALSE(HasKind(again, "first_contact"));
@@ -143,15 +145,15 @@ TEST_F(TriageTest, EachSignal) {
 
   Decision urgent = Receive("marcus@h.example", "2026-06-09T13:00:00Z", "Need this ASAP");
   EXPECT_TRUE(HasKind(urgent, "urgent_language"));
-  EXPECT_EQ(urgent.details["triage_class"], "interrupt_now");
+  EXPECT_EQ(urgent.Details()["triage_class"], "interrupt_now");
 
   Decision late = Receive("marcus@h.example", "2026-06-09T21:30:00Z", "tomorrow is fine");
   EXPECT_TRUE(HasKind(late, "after_hours"));
   Decision weekend = Receive("marcus@h.example", "2026-06-13T12:00:00Z", "weekend note");
   EXPECT_TRUE(HasKind(weekend, "after_hours"));  // a Saturday
   Decision newsletter = Receive("news@w.example", "2026-06-09T12:00:00Z", "Issue 1");
-  EXPECT_EQ(newsletter.details["triage_class"], "handle_silently");
-  EXPECT_TRUE(newsletter.details["surface_at"].is_null());
+  EXPECT_EQ(newsletter.Details()["triage_class"], "handle_silently");
+  EXPECT_TRUE(newsletter.Details()["surface_at"].is_null());
 }
 
 TEST_F(TriageTest, RulesDecideInOrderWithTheirConfidenceAndHits) {
@@ -174,7 +176,7 @@ rules:
 )");
   ASSERT_TRUE(imported.ok()) << imported.status().ToString();
   Decision held = Receive("sarah@n.example", "2026-06-09T10:15:00Z", "Q3 plan");
-  EXPECT_EQ(held.details["triage_class"], "surface_at_transition");
+  EXPECT_EQ(held.Details()["triage_class"], "surface_at_transition");
   EXPECT_EQ(*held.rule_summary,
             "Surface emails from VIP counterparties at the next focus-block break.");
   EXPECT_EQ(held.confidence, "pretty_sure");
@@ -182,7 +184,7 @@ rules:
   EXPECT_EQ(held.source_episode_ids.size(), 4u);  // the message and the rule's evidence
 
   Decision urgent = Receive("sarah@n.example", "2026-06-09T10:20:00Z", "urgent: sign this");
-  EXPECT_EQ(urgent.details["triage_class"], "interrupt_now");
+  EXPECT_EQ(urgent.Details()["triage_class"], "interrupt_now");
   EXPECT_EQ(*urgent.rule_summary, "Urgent VIP mail interrupts.");
   EXPECT_EQ(urgent.confidence, "just_guessing");  // no evidence
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/ids.h"
+#include "core/json_text.h"
 #include "engines/identifiers.h"
 #include "engines/rules.h"
 
@@ -90,10 +91,10 @@ Result<Decision> Transition(WriteTx& tx, const Clock& clock, const std::string& 
   d.trace_id = NewId("trc_", clock);
   d.agent_version = av;
   d.world_version = workspace->world_version;
-  d.details = {{"action_class", cls},
-               {"from_level", from},
-               {"to_level", to},
-               {"evidence_decision_ids", evidence}};
+  d.details_json = DumpJson({{"action_class", cls},
+                             {"from_level", from},
+                             {"to_level", to},
+                             {"evidence_decision_ids", evidence}});
   CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
   return d;
 }

@@ -518,7 +518,7 @@ class SqlTx final : public WriteTx {
         .Bind(12, d.agent_version)
         .Bind(13, d.world_version)
         .Bind(14, DumpJson(nlohmann::json(d.source_episode_ids)))
-        .Bind(15, DumpJson(d.details))
+        .Bind(15, d.details_json)
         .Bind(16, d.notification_id)
         .Bind(17, d.triage_decision_id)
         .Bind(18, d.ledger_entry_id)
@@ -605,7 +605,7 @@ class SqlTx final : public WriteTx {
     d.agent_version = s.Text(11);
     d.world_version = s.Text(12);
     d.source_episode_ids = nlohmann::json::parse(s.Text(13)).get<std::vector<std::string>>();
-    d.details = nlohmann::json::parse(s.Text(14));
+    d.details_json = s.Text(14);
     d.notification_id = s.OptText(15);
     d.triage_decision_id = s.OptText(16);
     d.ledger_entry_id = s.OptText(17);

@@ -57,7 +57,7 @@ ToolDef WhyThisNotificationTool() {
                   {"triage_class", n->triage_class},
                   {"rule_summary", d->rule_summary.value_or("")},
                   {"confidence", d->confidence},
-                  {"contributing_signals", d->details.value("signals", json::array())},
+                  {"contributing_signals", d->Details().value("signals", json::array())},
                   {"agent_version", d->agent_version},
                   {"world_version", d->world_version}};
           return Status::Ok();
