@@ -229,7 +229,7 @@ TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
   EXPECT_TRUE(d.Details()["first_contact"].get<bool>());
   bool signal = false;
   const nlohmann::json details = d.Details();
-  for (const auto& s : details["signals"]) signal |= s["kind"] == "first_contact";
+  for (const auto& s : details.at("signals")) signal |= s["kind"] == "first_contact";
   EXPECT_TRUE(signal);
   auto missing = engine().Communicate(ws_.id, Req("entity_01M8PS06M053VVFGPPNAWWM0AA", "hi"));
   EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);

@@ -51,7 +51,7 @@ class TriageTest : public ::testing::Test {
   static std::vector<std::string> Kinds(const Decision& d) {
     std::vector<std::string> out;
     const nlohmann::json details = d.Details();
-    for (const auto& s : details["signals"]) out.push_back(s["kind"]);
+    for (const auto& s : details.at("signals")) out.push_back(s["kind"]);
     return out;
   }
 
@@ -74,7 +74,7 @@ TEST_F(TriageTest, VipDuringFocusBlockIsHeldUntilItEnds_DefaultPolicy) {
   EXPECT_TRUE(HasKind(d, "vip_counterparty"));
   EXPECT_TRUE(HasKind(d, "active_focus_block"));
   const nlohmann::json details = d.Details();
-  for (const auto& s : details["signals"]) {
+  for (const auto& s : details.at("signals")) {
     if (s["kind"] == "active_focus_block") {
       EXPECT_EQ(s["summary"], "Calendar block 'deep work' active until 11:00.");
     }

@@ -106,33 +106,38 @@ std::optional<std::string> DecodeHeaderValue(const std::string& v) {
   return v;
 }
 
+rpc::Error HeaderMismatch(std::string msg) {
+  return rpc::Error{rpc::kHeaderMismatch, "Header mismatch: " + std::move(msg), {}};
+}
+
 // Checks the Mcp-Method and Mcp-Name headers of an HTTP request against its body. A
 // stateless-era request must carry them (`required`); a session-era one need not, but any it
 // carries must match as well, since the HTTP layer routes by them (HttpRouter::MayWrite).
+// Checked before anything else, so such a request without a session is refused for its
+// headers first.
 std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::string& method,
                                              const json& params, bool required) {
-  auto mismatch = [](std::string msg) {
-    return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}};
-  };
   if (!req.method_header) {
-    if (required) return mismatch("Header mismatch: Mcp-Method header is required");
+    if (required) return HeaderMismatch("Mcp-Method header is required");
   } else if (*req.method_header != method) {
-    return mismatch("Header mismatch: Mcp-Method header value '" + *req.method_header +
-                    "' does not match body value '" + method + "'");
+    return HeaderMismatch("Mcp-Method header value '" + *req.method_header +
+                          "' does not match body value '" + method + "'");
   }
   const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
                            : method == "resources/read"                      ? "uri"
                                                                              : nullptr;
-  if (name_field != nullptr && (required || req.name_header)) {
-    if (!req.name_header) return mismatch("Header mismatch: Mcp-Name header is required");
-    auto decoded = DecodeHeaderValue(*req.name_header);
-    if (!decoded) return mismatch("Header mismatch: Mcp-Name header value is malformed");
-    auto body_name = params.find(name_field);
-    if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
-      return mismatch("Header mismatch: Mcp-Name header value '" + *decoded +
-                      "' does not match body value " +
-                      (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
-    }
+  if (name_field == nullptr) return std::nullopt;
+  if (!req.name_header) {
+    if (required) return HeaderMismatch("Mcp-Name header is required");
+    return std::nullopt;
+  }
+  auto decoded = DecodeHeaderValue(*req.name_header);
+  if (!decoded) return HeaderMismatch("Mcp-Name header value is malformed");
+  auto body_name = params.find(name_field);
+  if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
+    return HeaderMismatch(
+        "Mcp-Name header value '" + *decoded + "' does not match body value " +
+        (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
   }
   return std::nullopt;
 }
@@ -140,15 +145,12 @@ std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::s
 // Checks the Mcp-* headers of a stateless-era HTTP request against its body.
 std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string& version,
                                        const std::string& method, const json& params) {
-  auto mismatch = [](std::string msg) {
-    return rpc::Error{rpc::kHeaderMismatch, std::move(msg), {}};
-  };
   if (!req.protocol_version_header) {
-    return mismatch("Header mismatch: MCP-Protocol-Version header is required");
+    return HeaderMismatch("MCP-Protocol-Version header is required");
   }
   if (*req.protocol_version_header != version) {
-    return mismatch("Header mismatch: MCP-Protocol-Version header value '" +
-                    *req.protocol_version_header + "' does not match body value '" + version + "'");
+    return HeaderMismatch("MCP-Protocol-Version header value '" + *req.protocol_version_header +
+                          "' does not match body value '" + version + "'");
   }
   return CheckMethodHeaders(req, method, params, /*required=*/true);
 }

@@ -158,9 +158,11 @@ struct Decision {
   std::string agent_version;
   std::string world_version;
   std::vector<std::string> source_episode_ids;
-  // Class-specific (signals, class, ...): a JSON object, kept as the stored text. Most reads
-  // never look inside it, and parsing it for every row was ~5% of a decision.inspect.
+  // Class-specific (signals, class, ...): the text of a JSON object (DumpJson), stored as
+  // is. Most reads never look inside it, and parsing it for every row was ~5% of a
+  // decision.inspect.
   std::string details_json = "{}";
+  // Parses details_json, on every call; throws nlohmann::json::parse_error on bad text.
   nlohmann::json Details() const { return nlohmann::json::parse(details_json); }
   std::optional<std::string> notification_id;
   std::optional<std::string> triage_decision_id;

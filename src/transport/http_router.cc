@@ -207,6 +207,8 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
   std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
   if (path == "/v1/episodes") return true;
   if (path != "/mcp") return false;
+  // A session-era request may touch its session's last use (a write, once a minute).
+  if (req.Header("mcp-session-id") != nullptr) return true;
   const std::string* method = req.Header("mcp-method");
   if (method == nullptr) return true;
   if (*method != "tools/call") return *method == "initialize";

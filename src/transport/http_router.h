@@ -66,13 +66,14 @@ class HttpRouter {
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
 
   // Whether handling `req` may wait for a durable write: a tool call that is not read-only,
-  // an ingest, a session started or ended. The transport runs those off its I/O threads, so
-  // reads never queue behind a commit and concurrent writes share one. Decided from the
-  // method, path and the Mcp-Method / Mcp-Name headers; without them (the 2025-11-25 era) a
+  // an ingest, a session started, used or ended. The transport runs those off its I/O
+  // threads, so reads never queue behind a commit and concurrent writes share one. Decided
+  // from the method, path, session and the Mcp-Method / Mcp-Name headers; without them a
   // POST counts as a write. The MCP server refuses a request whose Mcp-* headers contradict
-  // its body, in either era, so a request judged read-only cannot write. A request that
-  // cannot write runs on the I/O thread and reads one snapshot (SharedReads); its answer is
-  // the same either way.
+  // its body, so a request judged read-only writes nothing a client asked for: at most
+  // bookkeeping it never reads back (a GET /mcp stream's session touch; on PostgreSQL, the
+  // call counters). It runs on the I/O thread and reads one snapshot (SharedReads); its
+  // answer is the same either way.
   bool MayWrite(const HttpRequest& req) const;
 
   // Whether the stream opened for `session` should stay open (false once it is deleted).

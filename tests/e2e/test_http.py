@@ -604,6 +604,11 @@ class TestSessionEra(unittest.TestCase, RpcAsserts):
         listed = r.json()["result"]["structuredContent"]
         self.assertFalse([d for d in listed["decisions"]
                           if "pat@example.com" in d.get("payload_summary", "")], listed)
+        # Headers that agree with the body are fine, on a write too.
+        r = in_session(sid, "tools/call", send, id=11,
+                       headers={"Mcp-Method": "tools/call", "Mcp-Name": "action.communicate"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["result"]["structuredContent"]["status"], "pending_approval", r)
 
     def test_unknown_method_in_session_is_200_method_not_found(self):
         sid = open_session(self)
