@@ -113,8 +113,6 @@ rpc::Error HeaderMismatch(std::string msg) {
 // Checks the Mcp-Method and Mcp-Name headers of an HTTP request against its body. A
 // stateless-era request must carry them (`required`); a session-era one need not, but any it
 // carries must match as well, since the HTTP layer routes by them (HttpRouter::MayWrite).
-// Checked before anything else, so such a request without a session is refused for its
-// headers first.
 std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::string& method,
                                              const json& params, bool required) {
   if (!req.method_header) {
@@ -301,10 +299,10 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
                                     const std::string& method, const json& params,
                                     bool is_notification, McpResponse out) {
   const AuthContext& auth = *req.auth;
+  // Before anything else: contradicting headers are refused even without a session.
   if (req.transport == McpTransport::kHttp) {
     if (auto err = CheckMethodHeaders(req, method, params, /*required=*/false)) {
-      return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
-                  *err);
+      return Fail(std::move(out), id, Disposition::kRejected, *err);
     }
   }
   if (method == "initialize") {
