@@ -110,6 +110,7 @@ const std::string& AnyEarlier();        // any episode with a counterparty up to
 extern const char* const kLastSent;     // our last message to them
 extern const char* const kUnanswered;   // their messages since then
 extern const char* const kThreadCount;  // a thread's messages in a window
+const std::string& ActiveBlock();       // the calendar block open at a time
 }  // namespace triage_sql
 
 }  // namespace cortex

@@ -11,6 +11,13 @@
 
 namespace cortex {
 
+namespace {
+// Every column of an episode, in the order SqlTx::EpisodeRow reads them.
+constexpr const char* kEpisodeSelect =
+    "SELECT id, workspace_id, kind, occurred_at, ends_at, entity_id, channel, subject,"
+    " summary, body, thread, external_id, world_version, created_at FROM episodes";
+}  // namespace
+
 namespace triage_sql {
 
 const std::string& AnyEarlier() {
@@ -37,6 +44,16 @@ const char* const kUnanswered =
 const char* const kThreadCount =
     "SELECT count(*) FROM (SELECT 1 FROM episodes WHERE workspace_id = ? AND thread = ?"
     " AND occurred_at >= ? AND occurred_at <= ? LIMIT 100) AS recent";
+
+// Blocks that began up to a horizon before the time and end after it; the latest-ending
+// wins.
+const std::string& ActiveBlock() {
+  static const std::string sql =
+      std::string(kEpisodeSelect) +
+      " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
+      " AND occurred_at <= ? AND ends_at > ? ORDER BY ends_at DESC LIMIT 1";
+  return sql;
+}
 
 }  // namespace triage_sql
 
@@ -174,10 +191,7 @@ class SqlTx final : public WriteTx {
   Result<std::optional<Episode>> ActiveBlockAt(const std::string& ws, TimePoint t,
                                                TimePoint earliest_start) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare(kEpisodeSelect +
-                        std::string(" WHERE workspace_id = ? AND kind = 'calendar_block'"
-                                    " AND occurred_at > ? AND occurred_at <= ? AND ends_at > ?"
-                                    " ORDER BY ends_at DESC LIMIT 1"));
+    Stmt s = c_.Prepare(triage_sql::ActiveBlock());
     s.Bind(1, ws).Bind(2, earliest_start).Bind(3, t).Bind(4, t);
     Status st;
     if (!s.Step(&st)) {
@@ -542,9 +556,6 @@ class SqlTx final : public WriteTx {
   }
 
  private:
-  static constexpr const char* kEpisodeSelect =
-      "SELECT id, workspace_id, kind, occurred_at, ends_at, entity_id, channel, subject,"
-      " summary, body, thread, external_id, world_version, created_at FROM episodes";
   static Episode EpisodeRow(const Stmt& s) {
     Episode e;
     e.id = s.Text(0);

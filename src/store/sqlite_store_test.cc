@@ -212,5 +212,17 @@ TEST(QueryPlanTest, TriageLookupsReadOnlyAnIndex) {
   }
 }
 
+// The focus-block look-up walks only calendar blocks, in an index that holds their ends:
+// the blocks that end too early are passed over without reading their rows.
+TEST(QueryPlanTest, TheActiveBlockIsFoundInTheBlocksIndex) {
+  testing::TempStore store;
+  if (store.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
+  std::string plan = store.QueryPlan(triage_sql::ActiveBlock());
+  EXPECT_NE(plan.find("USING INDEX episodes_blocks (workspace_id=? AND occurred_at>? AND "
+                      "occurred_at<?)"),
+            std::string::npos)
+      << plan;
+}
+
 }  // namespace
 }  // namespace cortex
