@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include <poll.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,9 @@ namespace {
 
 constexpr char kAccessLogger[] = "access";
 constexpr size_t kAccessBufferBytes = 64 * 1024;
+// A non-blocking stderr (a pipe its reader made so) that is full: how long to wait for room
+// before the lines are dropped.
+constexpr int kFullStderrWaitMs = 1000;
 std::shared_ptr<spdlog::logger> access_log;  // set by InitLogging, before any thread reads it
 
 // stderr for a file or a pipe: access lines collect in memory and go out in one write
@@ -44,7 +48,11 @@ class BufferedStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
     while (done < buffer_.size()) {
       ssize_t n = ::write(STDERR_FILENO, buffer_.data() + done, buffer_.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;  // stderr is gone: drop the lines rather than block or spin
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd room{STDERR_FILENO, POLLOUT, 0};
+        if (::poll(&room, 1, kFullStderrWaitMs) > 0) continue;
+      }
+      if (n <= 0) break;  // stderr is gone or stuck: drop the lines rather than block or spin
       done += static_cast<size_t>(n);
     }
     buffer_.clear();

@@ -100,8 +100,10 @@ std::optional<std::string> DecodeHeaderValue(const std::string& v) {
     }
     return decoded;
   }
-  for (char c : v) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return std::nullopt;
+  // A plain value is visible ASCII, space or tab (RFC 9110, as the spec requires); anything
+  // else, UTF-8 included, must come base64-encoded.
+  for (unsigned char c : v) {
+    if ((c < 0x20 && c != '\t') || c >= 0x7f) return std::nullopt;
   }
   return v;
 }

@@ -142,6 +142,8 @@ TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
   EXPECT_EQ(server_->Handle(req).disposition, Disposition::kReply);
   req.name_header = "entity.lookup";
   EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+  req.name_header = "workspace.status\x7f";
+  EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
   req.name_header.reset();
   EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
   req.name_header = "workspace.status";
@@ -150,6 +152,28 @@ TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
   req.method_header = "tools/call";
   req.protocol_version_header = "2025-11-25";
   EXPECT_EQ(server_->Handle(req).body["error"]["code"], rpc::kHeaderMismatch);
+}
+
+// A name outside visible ASCII travels base64-encoded; sent raw, even matching the body
+// byte for byte, it is refused (on every platform, whatever the signedness of char).
+TEST_F(McpServerTest, NonAsciiNamesMustBeEncodedInHeaders) {
+  const std::string name = "r\xc3\xa9sum\xc3\xa9";  // "résumé" in UTF-8
+  std::string body = Modern("tools/call", {{"name", name}, {"arguments", json::object()}}).dump();
+  McpRequest req;
+  req.body = body;
+  req.transport = McpTransport::kHttp;
+  req.auth = &auth_;
+  req.protocol_version_header = "2026-07-28";
+  req.method_header = "tools/call";
+  req.name_header = name;
+  McpResponse raw = server_->Handle(req);
+  EXPECT_EQ(raw.body["error"]["code"], rpc::kHeaderMismatch) << raw.body.dump();
+  req.name_header = "=?base64?csOpc3Vtw6k=?=";
+  McpResponse encoded = server_->Handle(req);  // past the header check: no such tool
+  ASSERT_TRUE(encoded.body.contains("error")) << encoded.body.dump();
+  EXPECT_NE(encoded.body["error"]["code"], rpc::kHeaderMismatch) << encoded.body.dump();
+  EXPECT_NE(encoded.body["error"]["message"].get<std::string>().find(name), std::string::npos)
+      << encoded.body.dump();
 }
 
 TEST_F(McpServerTest, ToolCallsAndToolErrors) {

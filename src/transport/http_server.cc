@@ -291,7 +291,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     head += "\r\n";
     WriteStream(std::move(head));
     // Notice the client leaving: any read completes only with an error (or stray bytes).
-    deadline_ = kNoDeadline;
     auto sink = std::make_shared<std::array<char, 256>>();
     socket_.async_read_some(net::buffer(*sink), [self = shared_from_this(), sink](
                                                     beast::error_code, size_t) { self->Close(); });
@@ -302,10 +301,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.expires_after(limits::kSseKeepAlive);
     timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || self->closed_) return;
-      if (self->server_.stopping || !self->server_.router.StreamAlive(self->session_)) {
-        self->WriteStream("0\r\n\r\n", /*then_close=*/true);
-        return;
+      bool ending = self->server_.stopping || !self->server_.router.StreamAlive(self->session_);
+      if (self->stream_writing_) {
+        // The last write is still waiting for the client to read: its deadline runs, and a
+        // second write must not interleave with it.
+        if (ending) return self->Close();
+        return self->Tick();
       }
+      if (ending) return self->WriteStream("0\r\n\r\n", /*then_close=*/true);
       self->WriteStream(Chunk(": keep-alive\n\n"));
       self->Tick();
     });
@@ -317,10 +320,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return std::string(size) + std::string(data) + "\r\n";
   }
 
+  // One write at a time; a client that does not take it within the read timeout is cut
+  // off, as for any response.
   void WriteStream(std::string bytes, bool then_close = false) {
+    stream_writing_ = true;
+    SetDeadline(server_.options.http.read_timeout);
     auto msg = std::make_shared<std::string>(std::move(bytes));
     net::async_write(socket_, net::buffer(*msg),
                      [self = shared_from_this(), msg, then_close](beast::error_code ec, size_t) {
+                       self->stream_writing_ = false;
+                       self->deadline_ = kNoDeadline;
                        if (ec || then_close) self->Close();
                      });
   }
@@ -352,6 +361,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::chrono::steady_clock::time_point deadline_ = kNoDeadline;
   bool busy_ = false;
   bool streaming_ = false;
+  bool stream_writing_ = false;  // an event-stream write is in progress
   bool closed_ = false;
   std::string session_;
   std::string peer_;  // the client's address, for the flood guard

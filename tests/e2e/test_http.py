@@ -993,6 +993,50 @@ class TestShutdown(unittest.TestCase):
         stopping = next(i for i, ln in enumerate(log) if "shutting down" in ln)
         self.assertLess(log.index(lines[-1]), stopping, "\n".join(log))
 
+    def test_request_log_lines_survive_a_full_non_blocking_stderr(self):
+        """stderr is a pipe its reader made non-blocking and reads slowly: when it is full,
+        the server waits for room instead of dropping the request lines it had batched."""
+        self.server.kill()  # this test runs its own server, logging into a pipe
+        r_fd, w_fd = os.pipe()
+        os.set_blocking(w_fd, False)  # the flag is shared with the server's stderr
+        proc = subprocess.Popen(
+            [CORTEX_BIN, "serve", "--data", self.tmp.name, "--listen", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL, stdout=w_fd, stderr=w_fd)
+        os.close(w_fd)
+        chunks, port_seen = [], threading.Event()
+
+        def drain():  # ~200 KB/s: slower than the server logs, never stalled for long
+            while True:
+                chunk = os.read(r_fd, 4096)
+                if not chunk:
+                    return
+                chunks.append(chunk)
+                if b"listening on" in chunk or b"listening on" in b"".join(chunks[-2:]):
+                    port_seen.set()
+                time.sleep(0.02)
+
+        reader = threading.Thread(target=drain)
+        reader.start()
+        try:
+            self.assertTrue(port_seen.wait(15), b"".join(chunks).decode("utf-8", "replace"))
+            port = int(re.search(rb"127\.0\.0\.1:(\d+)/mcp", b"".join(chunks)).group(1))
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            sent = 900  # ~150 KB of request lines, over two pipe-fulls (under the flood burst)
+            for _ in range(sent):
+                self._healthz(conn)
+            conn.close()
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=15), 0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            reader.join(timeout=30)
+            os.close(r_fd)
+        log = b"".join(chunks).decode("utf-8", "replace").splitlines()
+        lines = [ln for ln in log if 'route="GET /healthz"' in ln]
+        self.assertEqual(len(lines), sent, "\n".join(log[-20:]))
+
     def test_sigterm_answers_the_writes_in_flight(self):
         """Ingests run on the write pool; a SIGTERM while they run still answers each one,
         and what was answered is kept."""
