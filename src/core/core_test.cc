@@ -1,15 +1,92 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_schema.h"
+#include "core/json_text.h"
 #include "core/time.h"
 
 namespace cortex {
 namespace {
+
+// DumpJson writes JSON text itself: it must give nlohmann's bytes for every value, invalid
+// UTF-8 included (replaced by U+FFFD, never thrown).
+TEST(JsonTextTest, DumpJsonWritesWhatNlohmannWrites) {
+  using nlohmann::json;
+  std::mt19937 rng(20261201);
+  // Every control character, quote, backslash, DEL, slash, UTF-8 of 2 to 4 bytes, and
+  // broken sequences (a lone continuation byte, a truncated lead, an overlong, a surrogate).
+  const std::vector<std::string> pieces = {"a",
+                                           "Z",
+                                           " ",
+                                           "\"",
+                                           "\\",
+                                           "/",
+                                           "\x7f",
+                                           "\xc3\xa9",
+                                           "\xe4\xb8\x96",
+                                           "\xf0\x9f\x98\x80",
+                                           "\x80",
+                                           "\xc3",
+                                           "\xe4\xb8",
+                                           "\xc0\xaf",
+                                           "\xed\xa0\x80",
+                                           "\xff",
+                                           "plain text, 42"};
+  auto random_string = [&] {
+    std::string s;
+    int n = static_cast<int>(rng() % 8);
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 3 == 0) {
+        s.push_back(static_cast<char>(rng() % 0x20));
+      } else {
+        s += pieces[rng() % pieces.size()];
+      }
+    }
+    return s;
+  };
+  std::function<json(int)> random_value = [&](int depth) -> json {
+    switch (rng() % (depth > 3 ? 7 : 9)) {
+      case 0:
+        return nullptr;
+      case 1:
+        return rng() % 2 == 0;
+      case 2:
+        return static_cast<std::int64_t>(rng()) - (1LL << 31);
+      case 3:
+        return std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(rng() % 3);
+      case 4:
+        return std::numeric_limits<std::uint64_t>::max() - rng() % 3;
+      case 5:
+        return std::ldexp(static_cast<double>(rng()), static_cast<int>(rng() % 80) - 40);
+      case 6:
+        return random_string();
+      case 7: {
+        json a = json::array();
+        for (unsigned i = rng() % 4; i > 0; --i) a.push_back(random_value(depth + 1));
+        return a;
+      }
+      default: {
+        json o = json::object();
+        for (unsigned i = rng() % 4; i > 0; --i) o[random_string()] = random_value(depth + 1);
+        return o;
+      }
+    }
+  };
+  for (int i = 0; i < 20000; ++i) {
+    json v = random_value(0);
+    std::string expected = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    ASSERT_EQ(DumpJson(v), expected) << "value #" << i;
+  }
+  EXPECT_EQ(DumpJson(json(std::numeric_limits<double>::quiet_NaN())), "null");
+  EXPECT_EQ(DumpJson(json{{"text", "line\n\"quoted\"\x01"}}),
+            R"({"text":"line\n\"quoted\"\u0001"})");
+}
 
 TEST(TimeTest, RoundTripsUtc) {
   auto t = ParseTime("2026-05-12T13:24:00Z");

@@ -1,11 +1,131 @@
 #include "core/json_text.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 namespace cortex {
+namespace {
 
+using nlohmann::json;
+
+std::string NlohmannDump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A JSON string literal, escaped as nlohmann's serializer escapes it. Only ASCII is handled
+// here; a string with any other byte (UTF-8, or bytes that are not) goes to nlohmann, whose
+// rules for invalid sequences are the ones on the wire.
+void AppendString(std::string& out, const std::string& s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      out += NlohmannDump(json(s));
+      return;
+    }
+  }
+  out.push_back('"');
+  size_t run = 0;  // start of the bytes not yet copied
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s, run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 0xF]);
+      }
+    }
+  }
+  out.append(s, run, s.size() - run);
+  out.push_back('"');
+}
+
+template <typename Int>
+void AppendInt(std::string& out, Int v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+void Append(std::string& out, const json& v) {
+  switch (v.type()) {
+    case json::value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [key, item] : v.items()) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendString(out, key);
+        out.push_back(':');
+        Append(out, item);
+      }
+      out.push_back('}');
+      return;
+    }
+    case json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const json& item : v) {
+        if (!first) out.push_back(',');
+        first = false;
+        Append(out, item);
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::value_t::string:
+      return AppendString(out, v.get_ref<const std::string&>());
+    case json::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::number_integer:
+      return AppendInt(out, v.get<std::int64_t>());
+    case json::value_t::number_unsigned:
+      return AppendInt(out, v.get<std::uint64_t>());
+    case json::value_t::number_float:  // shortest round-trip form, NaN as null: nlohmann's
+    case json::value_t::binary:
+    case json::value_t::discarded:
+      out += NlohmannDump(v);
+      return;
+  }
+}
+
+}  // namespace
+
+// nlohmann's serializer escapes strings a byte at a time through a UTF-8 decoder; a tool
+// result's text (the body, itself JSON) made that the largest single cost of a read. This
+// writer produces the same bytes (json_text_test compares them) and copies runs of plain
+// ASCII whole.
 std::string DumpJson(const nlohmann::json& value) {
-  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  Append(out, value);
+  return out;
 }
 
 bool IsValidUtf8(std::string_view s) {

@@ -416,6 +416,27 @@ class TestJsonRpcFraming(unittest.TestCase, RpcAsserts):
 # --------------------------------------------------------------------------------------------
 
 class TestHttpLimits(unittest.TestCase, RpcAsserts):
+    def test_head_answers_headers_only_on_a_kept_alive_connection(self):
+        """A HEAD response carries the GET response's Content-Length and no body: a body
+        would be read as the start of the next response on the connection."""
+        with socket.create_connection(("127.0.0.1", SRV["port"]), timeout=5) as s:
+            s.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                      b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            raw = b""
+            deadline = time.monotonic() + 5
+            while raw.count(b"\r\n\r\n") < 2 or not raw.endswith(b"}"):
+                if time.monotonic() > deadline:
+                    break
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                raw += chunk
+        head_response, rest = raw.split(b"\r\n\r\n", 1)
+        self.assertTrue(head_response.startswith(b"HTTP/1.1 200 "), raw)
+        self.assertIn(b"\r\nContent-Length: 15", head_response)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200 "), raw)  # no body in between
+        self.assertTrue(rest.endswith(b'\r\n\r\n{"status":"ok"}'), raw)
+
     def _head(self, content_length, extra=""):
         return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{SRV['port']}\r\n"
                 f"Authorization: Bearer {SRV['alpha_rw']}\r\n"
