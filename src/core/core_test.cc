@@ -37,6 +37,10 @@ TEST(JsonTextTest, DumpJsonWritesWhatNlohmannWrites) {
                                            "\xc0\xaf",
                                            "\xed\xa0\x80",
                                            "\xff",
+                                           "\xe0\x80\x80",      // overlong
+                                           "\xf4\x90\x80\x80",  // past U+10FFFF
+                                           "\xf4\x8f\xbf\xbf",  // U+10FFFF
+                                           "\xed\x9f\xbf",      // U+D7FF
                                            "plain text, 42"};
   auto random_string = [&] {
     std::string s;
@@ -181,6 +185,40 @@ TEST(JsonSchemaTest, NamesTheFailingField) {
   EXPECT_NE(nested.message().find("'tags.1'"), std::string::npos) << nested.message();
   Status extra = schema->Validate({{"to", "a"}, {"cc", "b"}});
   EXPECT_EQ(extra.message(), "field 'cc': unknown field (not in the schema)");
+}
+
+// `pattern` is a search (anchors are the pattern's own) wherever it sits: on a property, on
+// the items of an array, inside a nested object, on the root; it applies to strings only.
+TEST(JsonSchemaTest, PatternsAreMatchedWhereverTheyApply) {
+  auto schema = JsonSchema::Compile(nlohmann::json::parse(R"({
+    "type": "object", "additionalProperties": false,
+    "properties": {
+      "id": {"type": "string", "pattern": "^dec_[0-7][0-9A-HJKMNP-TV-Z]{25}$"},
+      "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}},
+      "who": {"type": "object", "properties": {"name": {"pattern": "b"}}},
+      "any": {"anyOf": [{"type": "string", "pattern": "^x"}, {"type": "integer"}]}}})"));
+  ASSERT_TRUE(schema.ok());
+  const std::string mismatch = "Failed to match regex specified by 'pattern' constraint.";
+  EXPECT_TRUE(schema->Validate({{"id", "dec_01M8R3P2ZTDDMF6JRP5QR6SHH4"}}).ok());
+  EXPECT_EQ(schema->Validate({{"id", "dec_01M8R3P2ZTDDMF6JRP5QR6SHHU"}}).message(),
+            "field 'id': " + mismatch);  // U is not in the alphabet
+  EXPECT_EQ(schema->Validate({{"id", "xdec_01M8R3P2ZTDDMF6JRP5QR6SHH4"}}).message(),
+            "field 'id': " + mismatch);
+  EXPECT_TRUE(schema->Validate({{"tags", {"a", "bc"}}}).ok());
+  EXPECT_EQ(schema->Validate({{"tags", {"a", "B"}}}).message(), "field 'tags.1': " + mismatch);
+  EXPECT_TRUE(schema->Validate({{"who", {{"name", "abc"}}}}).ok());  // unanchored: a search
+  EXPECT_EQ(schema->Validate({{"who", {{"name", "ac"}}}}).message(),
+            "field 'who.name': " + mismatch);
+  EXPECT_TRUE(schema->Validate({{"who", {{"name", 7}}}}).ok());  // not a string: no pattern
+  EXPECT_TRUE(schema->Validate({{"any", "xy"}}).ok());           // inside anyOf
+  EXPECT_FALSE(schema->Validate({{"any", "yx"}}).ok());
+  // A wrong type is reported as such, not as a pattern mismatch.
+  EXPECT_NE(schema->Validate({{"id", 5}}).message().find("'id'"), std::string::npos);
+
+  auto root = JsonSchema::Compile({{"type", "string"}, {"pattern", "^[0-9]+$"}});
+  ASSERT_TRUE(root.ok());
+  EXPECT_TRUE(root->Validate("123").ok());
+  EXPECT_EQ(root->Validate("12a").message(), mismatch);
 }
 
 }  // namespace

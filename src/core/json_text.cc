@@ -1,5 +1,6 @@
 #include "core/json_text.h"
 
+#include <array>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -12,23 +13,63 @@ std::string NlohmannDump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// A JSON string literal, escaped as nlohmann's serializer escapes it. Only ASCII is handled
-// here; a string with any other byte (UTF-8, or bytes that are not) goes to nlohmann, whose
-// rules for invalid sequences are the ones on the wire.
-void AppendString(std::string& out, const std::string& s) {
-  for (unsigned char c : s) {
-    if (c >= 0x80) {
-      out += NlohmannDump(json(s));
-      return;
-    }
+// How a byte is written inside a JSON string: as it is, escaped, or (a byte >= 0x80) as part
+// of a UTF-8 sequence that must be well formed.
+enum ByteClass : unsigned char { kPlain, kEscape, kUtf8 };
+
+constexpr std::array<ByteClass, 256> kByteClass = [] {
+  std::array<ByteClass, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = c < 0x20 || c == '"' || c == '\\' ? kEscape : c >= 0x80 ? kUtf8 : kPlain;
   }
+  return t;
+}();
+
+// The length of the well-formed UTF-8 sequence at `p` (Unicode table 3-7: no overlong
+// forms, surrogates or code points past U+10FFFF), or 0.
+size_t Utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+    return p + i < end && p[i] >= lo && p[i] <= hi;
+  };
+  unsigned char c = p[0];
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c >= 0xE1 && c <= 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+// A JSON string literal, escaped as nlohmann's serializer escapes it, in one pass that
+// copies runs of plain bytes whole. A string that is not well-formed UTF-8 goes to
+// nlohmann, whose replacement of bad sequences (U+FFFD) is the one on the wire.
+void AppendString(std::string& out, const std::string& s) {
+  const size_t start = out.size();
   out.push_back('"');
-  size_t run = 0;  // start of the bytes not yet copied
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s, run, i - run);
-    run = i + 1;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  const auto* run = p;  // start of the bytes not yet copied
+  while (p < end) {
+    ByteClass k = kByteClass[*p];
+    if (k == kPlain) {
+      ++p;
+      continue;
+    }
+    if (k == kUtf8) {
+      size_t n = Utf8SequenceLength(p, end);
+      if (n == 0) {
+        out.resize(start);
+        out += NlohmannDump(json(s));
+        return;
+      }
+      p += n;
+      continue;
+    }
+    out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+    unsigned char c = *p++;
+    run = p;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -59,7 +100,7 @@ void AppendString(std::string& out, const std::string& s) {
       }
     }
   }
-  out.append(s, run, s.size() - run);
+  out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(end - run));
   out.push_back('"');
 }
 
