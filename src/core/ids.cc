@@ -19,6 +19,10 @@ struct UlidState {
   std::mutex mu;
   int64_t last_ms = -1;
   std::array<uint8_t, 10> random{};  // the 80 random bits
+  // RAND_bytes output not yet used: one call per 25 ids rather than one per id (a call
+  // was ~2% of a read's instructions).
+  std::array<uint8_t, 250> pool{};
+  size_t pool_used = 250;
 };
 
 }  // namespace
@@ -36,9 +40,15 @@ std::string NewId(std::string_view prefix, const Clock& clock) {
       for (int i = 9; i >= 0 && ++state.random[i] == 0; --i) {
       }
     } else {
-      if (RAND_bytes(state.random.data(), static_cast<int>(state.random.size())) != 1) {
-        throw std::runtime_error("RAND_bytes failed");
+      if (state.pool_used == state.pool.size()) {
+        if (RAND_bytes(state.pool.data(), static_cast<int>(state.pool.size())) != 1) {
+          throw std::runtime_error("RAND_bytes failed");
+        }
+        state.pool_used = 0;
       }
+      std::copy_n(state.pool.begin() + static_cast<std::ptrdiff_t>(state.pool_used),
+                  state.random.size(), state.random.begin());
+      state.pool_used += state.random.size();
       state.random[0] &= 0x7f;  // leave headroom so increments never overflow 80 bits
       state.last_ms = ms;
     }

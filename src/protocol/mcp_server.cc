@@ -163,6 +163,8 @@ McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock
       store_(store),
       clock_(clock),
       info_(std::move(info)),
+      server_info_{{"name", info_.name}, {"title", info_.title}, {"version", info_.version}},
+      result_meta_{{kMetaServerInfo, server_info_}},
       quota_defaults_(quotas),
       call_quotas_(clock, store.MultiInstance() ? &store : nullptr) {}
 
@@ -190,10 +192,6 @@ json McpServer::AdmitCall(const AuthContext& auth) {
                                {"limit", over->limit},
                                {"retry_after_s", over->retry_after_s}})
       .ToCallToolResult();
-}
-
-json McpServer::ServerInfoJson() const {
-  return json{{"name", info_.name}, {"title", info_.title}, {"version", info_.version}};
 }
 
 McpResponse McpServer::Handle(const McpRequest& req) {
@@ -292,7 +290,7 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
   }
   result["resultType"] = "complete";
-  result["_meta"] = {{kMetaServerInfo, ServerInfoJson()}};
+  result["_meta"] = result_meta_;
   out.body = rpc::MakeResult(id, std::move(result));
   return out;
 }
@@ -402,7 +400,7 @@ Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, 
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
                  {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                 {"serverInfo", ServerInfoJson()}};
+                 {"serverInfo", server_info_}};
   if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
   return result;
 }

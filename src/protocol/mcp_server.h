@@ -117,7 +117,6 @@ class McpServer {
   // tools/call for either era. Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out);
-  nlohmann::json ServerInfoJson() const;
   // Counts a tool call against the caller's quotas: null if admitted, else the
   // quota_exceeded (or store error) result to return instead.
   nlohmann::json AdmitCall(const AuthContext& auth);
@@ -126,6 +125,8 @@ class McpServer {
   Store& store_;
   const Clock& clock_;
   ServerInfo info_;
+  const nlohmann::json server_info_;  // {name, title, version}, built once
+  const nlohmann::json result_meta_;  // every 2026-07-28 result's _meta
   QuotaLimits quota_defaults_;
   CallQuotas call_quotas_;
 
