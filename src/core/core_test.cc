@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -14,82 +15,159 @@
 namespace cortex {
 namespace {
 
-// DumpJson writes JSON text itself: it must give nlohmann's bytes for every value, invalid
-// UTF-8 included (replaced by U+FFFD, never thrown).
-TEST(JsonTextTest, DumpJsonWritesWhatNlohmannWrites) {
-  using nlohmann::json;
-  std::mt19937 rng(20261201);
-  // Every control character, quote, backslash, DEL, slash, UTF-8 of 2 to 4 bytes, and
-  // broken sequences (a lone continuation byte, a truncated lead, an overlong, a surrogate).
-  const std::vector<std::string> pieces = {"a",
-                                           "Z",
-                                           " ",
-                                           "\"",
-                                           "\\",
-                                           "/",
-                                           "\x7f",
-                                           "\xc3\xa9",
-                                           "\xe4\xb8\x96",
-                                           "\xf0\x9f\x98\x80",
-                                           "\x80",
-                                           "\xc3",
-                                           "\xe4\xb8",
-                                           "\xc0\xaf",
-                                           "\xed\xa0\x80",
-                                           "\xff",
-                                           "\xe0\x80\x80",      // overlong
-                                           "\xf4\x90\x80\x80",  // past U+10FFFF
-                                           "\xf4\x8f\xbf\xbf",  // U+10FFFF
-                                           "\xed\x9f\xbf",      // U+D7FF
-                                           "plain text, 42"};
-  auto random_string = [&] {
-    std::string s;
-    int n = static_cast<int>(rng() % 8);
-    for (int i = 0; i < n; ++i) {
-      if (rng() % 3 == 0) {
-        s.push_back(static_cast<char>(rng() % 0x20));
-      } else {
-        s += pieces[rng() % pieces.size()];
-      }
-    }
-    return s;
-  };
-  std::function<json(int)> random_value = [&](int depth) -> json {
-    switch (rng() % (depth > 3 ? 7 : 9)) {
+// Random JSON values for comparing our JSON text functions with nlohmann's.
+class RandomJson {
+ public:
+  explicit RandomJson(unsigned seed) : rng_(seed) {}
+
+  nlohmann::json Value(int depth = 0) {
+    using nlohmann::json;
+    switch (rng_() % (depth > 3 ? 7 : 9)) {
       case 0:
         return nullptr;
       case 1:
-        return rng() % 2 == 0;
+        return rng_() % 2 == 0;
       case 2:
-        return static_cast<std::int64_t>(rng()) - (1LL << 31);
+        return static_cast<std::int64_t>(rng_()) - (1LL << 31);
       case 3:
-        return std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(rng() % 3);
+        return std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(rng_() % 3);
       case 4:
-        return std::numeric_limits<std::uint64_t>::max() - rng() % 3;
+        return std::numeric_limits<std::uint64_t>::max() - rng_() % 3;
       case 5:
-        return std::ldexp(static_cast<double>(rng()), static_cast<int>(rng() % 80) - 40);
+        return std::ldexp(static_cast<double>(rng_()), static_cast<int>(rng_() % 80) - 40);
       case 6:
-        return random_string();
+        return String();
       case 7: {
         json a = json::array();
-        for (unsigned i = rng() % 4; i > 0; --i) a.push_back(random_value(depth + 1));
+        for (unsigned i = rng_() % 4; i > 0; --i) a.push_back(Value(depth + 1));
         return a;
       }
       default: {
         json o = json::object();
-        for (unsigned i = rng() % 4; i > 0; --i) o[random_string()] = random_value(depth + 1);
+        for (unsigned i = rng_() % 4; i > 0; --i) o[String()] = Value(depth + 1);
         return o;
       }
     }
-  };
+  }
+
+  // Control characters, quote, backslash, DEL, slash, UTF-8 of 2 to 4 bytes, and broken
+  // sequences (a lone continuation byte, truncated leads, overlongs, a surrogate, past
+  // U+10FFFF), with the edges of the valid ranges.
+  std::string String() {
+    static const std::vector<std::string> pieces = {"a",        "Z",
+                                                    " ",        "\"",
+                                                    "\\",       "/",
+                                                    "\x7f",     "\xc3\xa9",
+                                                    "\x80",     "\xe4\xb8\x96",
+                                                    "\xc3",     "\xf0\x9f\x98\x80",
+                                                    "\xe4\xb8", "\xc0\xaf",
+                                                    "\xff",     "\xed\xa0\x80",
+                                                    "-0",       "\xe0\x80\x80",
+                                                    "1e5",      "\xf4\x90\x80\x80",
+                                                    "\\u00",    "\xf4\x8f\xbf\xbf",
+                                                    "{[,:]}",   "\xed\x9f\xbf",
+                                                    "true",     "plain text, 42"};
+    std::string s;
+    for (int n = static_cast<int>(rng_() % 8); n > 0; --n) {
+      if (rng_() % 3 == 0) {
+        s.push_back(static_cast<char>(rng_() % 0x20));
+      } else {
+        s += pieces[rng_() % pieces.size()];
+      }
+    }
+    return s;
+  }
+
+  // `text` with one random edit: a byte dropped, doubled, or replaced by JSON punctuation.
+  std::string Mutate(std::string text) {
+    if (text.empty()) return "{";
+    size_t at = rng_() % text.size();
+    static constexpr char kPunctuation[] = "{}[],:\"\\-.0e ";
+    switch (rng_() % 3) {
+      case 0:
+        text.erase(at, 1);
+        break;
+      case 1:
+        text.insert(at, 1, text[at]);
+        break;
+      default:
+        text[at] = kPunctuation[rng_() % (sizeof kPunctuation - 1)];
+    }
+    return text;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+// The same value with the same types throughout (nlohmann's == calls 1 and 1u equal).
+bool SameTree(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+      if (ia.key() != ib.key() || !SameTree(*ia, *ib)) return false;
+    }
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!SameTree(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_number_float()) {  // bitwise: -0.0 is not 0.0
+    double x = a.get<double>(), y = b.get<double>();
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  return a == b;
+}
+
+// DumpJson writes JSON text itself: it must give nlohmann's bytes for every value, invalid
+// UTF-8 included (replaced by U+FFFD, never thrown).
+TEST(JsonTextTest, DumpJsonWritesWhatNlohmannWrites) {
+  using nlohmann::json;
+  RandomJson random(20261201);
   for (int i = 0; i < 20000; ++i) {
-    json v = random_value(0);
+    json v = random.Value();
     std::string expected = v.dump(-1, ' ', false, json::error_handler_t::replace);
     ASSERT_EQ(DumpJson(v), expected) << "value #" << i;
   }
   EXPECT_EQ(DumpJson(json(std::numeric_limits<double>::quiet_NaN())), "null");
   EXPECT_EQ(DumpJson(json{{"text", "line\n\"quoted\"\x01"}}),
             R"({"text":"line\n\"quoted\"\u0001"})");
+}
+
+// ParseJson (simdjson, with nlohmann behind it) accepts exactly what nlohmann accepts and
+// builds the same tree, types included: on valid documents, on each with one byte edited,
+// and on the cases where the two parsers differ on their own.
+TEST(JsonTextTest, ParseJsonReadsWhatNlohmannReads) {
+  using nlohmann::json;
+  RandomJson random(20261202);
+  auto check = [](const std::string& text) {
+    json ours = ParseJson(text);
+    json theirs = json::parse(text, nullptr, false);
+    if (theirs.is_discarded()) return ours.is_discarded();
+    return SameTree(ours, theirs);
+  };
+  int accepted_edits = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = DumpJson(random.Value());
+    ASSERT_TRUE(check(text)) << text;
+    std::string edited = random.Mutate(text);
+    ASSERT_TRUE(check(edited)) << edited;
+    accepted_edits += !json::parse(edited, nullptr, false).is_discarded();
+  }
+  EXPECT_GT(accepted_edits, 1000);  // the edits exercise both outcomes
+  for (const std::string& text : std::vector<std::string>{
+           "-0", "-0.0", "[-0e0]", "1e400", "18446744073709551616", "-9223372036854775809",
+           "9223372036854775808", "{\"a\":1,\"a\":[2]}", "\"\\ud800\"", "\"\\ud83d\\ude00\"",
+           "\"\\u0000\"", "\"\x80\"", "", " ", "[1,]", "01", "1.", "  {\"k\" : [ true ] }  ",
+           std::string(70000, ' ') + "[" + std::string(70000, '1') + "]"}) {
+    EXPECT_TRUE(check(text)) << text.substr(0, 80);
+  }
+  EXPECT_EQ(ParseJson("{\"id\":7}")["id"].type(), json::value_t::number_unsigned);
 }
 
 TEST(TimeTest, RoundTripsUtc) {

@@ -1,7 +1,10 @@
 #include "core/json_text.h"
 
+#include <simdjson.h>
+
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace cortex {
@@ -157,7 +160,78 @@ void Append(std::string& out, const json& v) {
   }
 }
 
+// Documents up to this size are parsed by simdjson; its parser keeps buffers sized to the
+// largest document it has parsed, one parser per thread.
+constexpr size_t kSimdjsonMaxBytes = 64 * 1024;
+
+// simdjson's value as nlohmann's parser would have built it; false if the document holds
+// something whose nlohmann form cannot be told from simdjson's: a -0.0 (written "-0.0" or
+// "-0e0"?), or, when the text has a "-0" anywhere (`minus_zero`), an integer 0 ("0" is
+// unsigned to nlohmann, "-0" signed). Other integers >= 0 are unsigned, as nlohmann makes
+// them.
+bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
+  using Type = simdjson::dom::element_type;
+  switch (e.type()) {
+    case Type::OBJECT:
+      out = json::object();
+      for (auto field : simdjson::dom::object(e.get_object().value_unsafe())) {
+        // A repeated key keeps its last value, as in nlohmann.
+        if (!FromSimdjson(field.value, minus_zero, out[std::string(field.key)])) return false;
+      }
+      return true;
+    case Type::ARRAY:
+      out = json::array();
+      for (auto item : simdjson::dom::array(e.get_array().value_unsafe())) {
+        out.push_back(nullptr);
+        if (!FromSimdjson(item, minus_zero, out.back())) return false;
+      }
+      return true;
+    case Type::STRING:
+      out = std::string(e.get_string().value_unsafe());
+      return true;
+    case Type::INT64: {
+      std::int64_t v = e.get_int64().value_unsafe();
+      out = v >= 0 ? json(static_cast<std::uint64_t>(v)) : json(v);
+      return !(v == 0 && minus_zero);
+    }
+    case Type::UINT64:
+      out = e.get_uint64().value_unsafe();
+      return true;
+    case Type::DOUBLE: {
+      double v = e.get_double().value_unsafe();
+      out = v;
+      return !(v == 0 && std::signbit(v));
+    }
+    case Type::BOOL:
+      out = e.get_bool().value_unsafe();
+      return true;
+    case Type::NULL_VALUE:
+      out = nullptr;
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+// nlohmann's lexer reads a byte at a time and copies each into a token buffer: parsing a
+// 400-byte tools/call was 16% of a read's instructions. simdjson parses it instead, and
+// anything simdjson refuses (invalid JSON, but also integers past 64 bits, which nlohmann
+// takes as doubles) goes to nlohmann, so what is accepted and what it means do not change
+// (json_text_test compares the two).
+nlohmann::json ParseJson(std::string_view text) {
+  if (text.size() <= kSimdjsonMaxBytes) {
+    thread_local simdjson::dom::parser parser(kSimdjsonMaxBytes);
+    simdjson::dom::element doc;
+    json out;
+    if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
+            simdjson::SUCCESS &&
+        FromSimdjson(doc, text.find("-0") != std::string_view::npos, out)) {
+      return out;
+    }
+  }
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 // nlohmann's serializer escapes strings a byte at a time through a UTF-8 decoder; a tool
 // result's text (the body, itself JSON) made that the largest single cost of a read. This

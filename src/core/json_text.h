@@ -11,6 +11,10 @@ namespace cortex {
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
 std::string DumpJson(const nlohmann::json& value);
 
+// Parses JSON text; a discarded value (is_discarded()) if it is not valid JSON. Accepts and
+// rejects exactly what nlohmann::json::parse does, and gives the same value.
+nlohmann::json ParseJson(std::string_view text);
+
 // True iff `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 

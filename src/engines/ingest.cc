@@ -7,6 +7,7 @@
 
 #include "core/ids.h"
 #include "core/json_schema.h"
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
@@ -101,7 +102,7 @@ std::string Str(const json& obj, const char* field) {
 }
 
 Result<Line> ParseLine(size_t n, std::string_view text) {
-  json obj = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json obj = ParseJson(text);
   if (obj.is_discarded()) return LineError(n, "not valid JSON");
   if (!obj.is_object()) return LineError(n, "expected a JSON object");
   auto type = obj.find("type");

@@ -2,12 +2,14 @@
 
 #include <variant>
 
+#include "core/json_text.h"
+
 namespace cortex::rpc {
 
 using nlohmann::json;
 
 std::variant<Message, Error> Parse(std::string_view body) {
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json doc = ParseJson(body);
   if (doc.is_discarded()) return Error{kParseError, "Parse error: body is not valid JSON", {}};
   if (doc.is_array()) {
     return Error{kInvalidRequest, "Invalid Request: batches are not supported", {}};
