@@ -177,6 +177,32 @@ TEST(TimeTest, RoundTripsUtc) {
   EXPECT_EQ(ToUnixMillis(*t), 1778592240000);
 }
 
+// FormatTime computes the civil date itself; gmtime_r and printf are the reference, across
+// 280 years either side of 1970 (leap days, 2000 and 2100, before the epoch).
+TEST(TimeTest, FormatsAsGmtimeWould) {
+  std::mt19937_64 rng(7);
+  const int64_t span = 280LL * 365 * 86400 * 1000;  // TimePoint counts ns: ±292 years
+  for (int i = 0; i < 200000; ++i) {
+    int64_t ms = static_cast<int64_t>(rng() % (2 * span)) - span;
+    if (i % 3 == 0) ms -= ms % 1000;      // whole seconds: no fraction written
+    if (i % 7 == 0) ms -= ms % 86400000;  // midnight
+    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    int millis = static_cast<int>(ms - secs * 1000);
+    std::time_t tt = static_cast<std::time_t>(secs);
+    std::tm tm{};
+    gmtime_r(&tt, &tm);
+    char want[64];
+    std::snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    std::string expected = want;
+    if (millis != 0) {
+      std::snprintf(want, sizeof want, ".%03d", millis);
+      expected += want;
+    }
+    ASSERT_EQ(FormatTime(FromUnixMillis(ms)), expected + "Z") << ms;
+  }
+}
+
 TEST(TimeTest, ConvertsOffsetsToUtcAndKeepsMillis) {
   auto t = ParseTime("2026-05-12T15:24:00.250+02:00");
   ASSERT_TRUE(t.ok());
