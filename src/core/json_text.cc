@@ -119,7 +119,7 @@ void Append(std::string& out, const json& v) {
     case json::value_t::object: {
       out.push_back('{');
       bool first = true;
-      for (const auto& [key, item] : v.items()) {
+      for (const auto& [key, item] : v.get_ref<const json::object_t&>()) {
         if (!first) out.push_back(',');
         first = false;
         AppendString(out, key);
@@ -132,7 +132,7 @@ void Append(std::string& out, const json& v) {
     case json::value_t::array: {
       out.push_back('[');
       bool first = true;
-      for (const json& item : v) {
+      for (const json& item : v.get_ref<const json::array_t&>()) {
         if (!first) out.push_back(',');
         first = false;
         Append(out, item);
