@@ -3,6 +3,7 @@
 // store/sql.h. Times are integer milliseconds since the Unix epoch; JSON is stored as text.
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "core/json_text.h"
 #include "core/time.h"
@@ -58,6 +59,14 @@ const std::string& ActiveBlock() {
 }  // namespace triage_sql
 
 namespace {
+
+// A JSON column that must hold JSON (Cortex wrote it): anything else is corruption, and
+// throws like nlohmann's parse.
+nlohmann::json JsonColumn(std::string_view text) {
+  nlohmann::json v = ParseJson(text);
+  if (v.is_discarded()) throw std::runtime_error("a stored JSON column is not JSON");
+  return v;
+}
 
 class SqlTx final : public WriteTx {
  public:
@@ -248,7 +257,7 @@ class SqlTx final : public WriteTx {
     s.Bind(1, ws);
     Status st;
     if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
-    return SettingsFromJson(nlohmann::json::parse(s.Text(0), nullptr, false));
+    return SettingsFromJson(ParseJson(s.Text(0)));
   }
 
   Result<std::vector<Rule>> ListRules(const std::string& ws, bool active_only) override {
@@ -585,9 +594,9 @@ class SqlTx final : public WriteTx {
     r.name = s.Text(2);
     r.origin = s.Text(3);
     r.summary = s.Text(4);
-    ApplyRuleDefinitionJson(nlohmann::json::parse(s.Text(5)), &r);
+    ApplyRuleDefinitionJson(JsonColumn(s.Text(5)), &r);
     r.position = static_cast<int>(s.Int(6));
-    r.evidence = nlohmann::json::parse(s.Text(7)).get<std::vector<std::string>>();
+    r.evidence = JsonColumn(s.Text(7)).get<std::vector<std::string>>();
     r.support = s.Int(8);
     r.contradictions = s.Int(9);
     r.hits = s.Int(10);
@@ -615,7 +624,7 @@ class SqlTx final : public WriteTx {
     d.trace_id = s.Text(10);
     d.agent_version = s.Text(11);
     d.world_version = s.Text(12);
-    d.source_episode_ids = nlohmann::json::parse(s.Text(13)).get<std::vector<std::string>>();
+    d.source_episode_ids = JsonColumn(s.Text(13)).get<std::vector<std::string>>();
     d.details_json = s.Text(14);
     d.notification_id = s.OptText(15);
     d.triage_decision_id = s.OptText(16);
@@ -668,8 +677,8 @@ class SqlTx final : public WriteTx {
     e.event = s.Text(5);
     e.occurred_at = s.Time(6);
     // A tampered row may not even be JSON: keep what is there, verification will say so.
-    e.provenance = nlohmann::json::parse(s.Text(7), nullptr, false);
-    e.detail = nlohmann::json::parse(s.Text(8), nullptr, false);
+    e.provenance = ParseJson(s.Text(7));
+    e.detail = ParseJson(s.Text(8));
     e.prev_hash = s.Text(9);
     e.hash = s.Text(10);
     return e;
@@ -757,7 +766,7 @@ class SqlTx final : public WriteTx {
     TrustStreak out;
     if (s.Step(&st)) {
       out.streak = s.Int(0);
-      out.evidence = nlohmann::json::parse(s.Text(1)).get<std::vector<std::string>>();
+      out.evidence = JsonColumn(s.Text(1)).get<std::vector<std::string>>();
     }
     CORTEX_RETURN_IF_ERROR(st);
     return out;
