@@ -52,7 +52,12 @@ std::variant<Message, Error> Parse(std::string_view body) {
 }
 
 json MakeResult(const json& id, json result) {
-  return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+  // Built member by member: an initializer list copies each value it is given.
+  json out = json::object();
+  out["jsonrpc"] = "2.0";
+  out["id"] = id;
+  out["result"] = std::move(result);
+  return out;
 }
 
 json MakeError(const json& id, const Error& error) {

@@ -8,16 +8,20 @@ namespace cortex {
 using nlohmann::json;
 
 json DecisionInspectBody(const Decision& d) {
-  json reasoning = {{"confidence", d.confidence}, {"trace_id", d.trace_id}};
+  // Built member by member: an initializer list copies each value it is given.
+  json reasoning = json::object();
+  reasoning["confidence"] = d.confidence;
+  reasoning["trace_id"] = d.trace_id;
   if (d.rule_id) reasoning["rule_id"] = *d.rule_id;
   if (d.rule_summary) reasoning["rule_summary"] = *d.rule_summary;
   if (!d.source_episode_ids.empty()) reasoning["source_episode_ids"] = d.source_episode_ids;
-  json body = {{"decision_id", d.id},
-               {"decision_class", d.decision_class},
-               {"payload_summary", d.payload_summary},
-               {"reasoning", reasoning},
-               {"occurred_at", FormatTime(d.occurred_at)},
-               {"world_version", d.world_version}};
+  json body = json::object();
+  body["decision_id"] = d.id;
+  body["decision_class"] = d.decision_class;
+  body["payload_summary"] = d.payload_summary;
+  body["reasoning"] = std::move(reasoning);
+  body["occurred_at"] = FormatTime(d.occurred_at);
+  body["world_version"] = d.world_version;
   if (d.ledger_entry_id) body["ledger_entry_id"] = *d.ledger_entry_id;
   if (d.triage_decision_id) body["triage_decision_id"] = *d.triage_decision_id;
   return body;

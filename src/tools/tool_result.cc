@@ -53,9 +53,14 @@ ToolReply ToolReply::Raw(json call_tool_result) {
 
 json ToolReply::ToCallToolResult() && {
   if (raw_) return std::move(body_);
-  std::string text = DumpJson(body_);
-  json result{{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})},
-              {"structuredContent", std::move(body_)}};
+  // Built member by member: an initializer list would copy the body's text and tree.
+  json text = json::object();
+  text["type"] = "text";
+  text["text"] = DumpJson(body_);
+  json result = json::object();
+  result["content"] = json::array();
+  result["content"].push_back(std::move(text));
+  result["structuredContent"] = std::move(body_);
   if (is_error_) result["isError"] = true;
   return result;
 }
