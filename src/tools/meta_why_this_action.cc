@@ -49,12 +49,14 @@ ToolDef WhyThisActionTool() {
           if (!entries.ok()) return entries.status();
           if (entries->empty()) return Status::NotFound("no action " + id);
           const json& p = entries->front().provenance;
-          body = {{"action_id", id},
-                  {"rule_summary", p.value("rule_summary", "")},
-                  {"confidence", p.value("confidence", "just_guessing")},
-                  {"contributing_episodes", p.value("contributing_episodes", json::array())},
-                  {"agent_version", p.value("agent_version", "")},
-                  {"world_version", p.value("world_version", "")}};
+          // Member by member: an initializer list would copy each value once more.
+          body = json::object();
+          body["action_id"] = id;
+          body["rule_summary"] = p.value("rule_summary", "");
+          body["confidence"] = p.value("confidence", "just_guessing");
+          body["contributing_episodes"] = p.value("contributing_episodes", json::array());
+          body["agent_version"] = p.value("agent_version", "");
+          body["world_version"] = p.value("world_version", "");
           return Status::Ok();
         });
         if (st.code() == Code::kNotFound) {
