@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/crypto.h"
 #include "core/time.h"
 #include "engines/delivery.h"
 #include "engines/ingest.h"
@@ -478,6 +479,36 @@ rules:
       registry.Call("meta.why_this_action", {{"action_id", "act_01M8PS06M053VVFGPPNAWWM0AA"}}, ctx)
           .body()["error"],
       "not_found");
+}
+
+// Ledgers written by earlier builds must still verify: an entry's hash is SHA-256 of the
+// previous hash, a newline and nlohmann's compact text of its fields, whatever writes it.
+TEST(LedgerHashTest, HashesTheCanonicalTextEarlierBuildsHashed) {
+  LedgerEntry e;
+  e.id = "led_01M8R3P2ZTDDMF6JRP5QR6SHH4";
+  e.workspace_id = "ws_01M8R3P136F93RYD6XFJ8J2T00";
+  e.seq = 42;
+  e.action_id = "act_01M8R3P2ZSB6SY5KPMK4G8TP3Z";
+  e.decision_id = "dec_01M8R3P2ZTDDMF6JRP5QR6SHH5";
+  e.event = "executed";
+  e.occurred_at = FromUnixMillis(1778592240250);
+  e.provenance = {{"rule_summary", "Sarah\u2019s \"urgent\" mail\n"},
+                  {"contributing_episodes", {{{"id", "ep_1"}, {"summary", "caf\xc3\xa9 \x01"}}}},
+                  {"confidence", "pretty_sure"}};
+  e.detail = {{"text", "line one\nline \\two\t"}, {"attempt", 2}, {"ok", true}};
+  e.prev_hash = std::string(64, 'a');
+  nlohmann::json canonical = {{"id", e.id},
+                              {"workspace_id", e.workspace_id},
+                              {"seq", e.seq},
+                              {"action_id", e.action_id},
+                              {"decision_id", e.decision_id},
+                              {"event", e.event},
+                              {"occurred_at", ToUnixMillis(e.occurred_at)},
+                              {"provenance", e.provenance},
+                              {"detail", e.detail}};
+  EXPECT_EQ(LedgerHash(e),
+            Sha256Hex(e.prev_hash + "\n" +
+                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "core/crypto.h"
 #include "core/ids.h"
+#include "core/json_text.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -14,18 +15,20 @@ constexpr int kVerifyPage = 1000;
 }  // namespace
 
 std::string LedgerHash(const LedgerEntry& e) {
-  // nlohmann::json objects keep keys sorted, so dump() is canonical.
-  nlohmann::json canonical = {{"id", e.id},
-                              {"workspace_id", e.workspace_id},
-                              {"seq", e.seq},
-                              {"action_id", e.action_id},
-                              {"decision_id", e.decision_id},
-                              {"event", e.event},
-                              {"occurred_at", ToUnixMillis(e.occurred_at)},
-                              {"provenance", e.provenance},
-                              {"detail", e.detail}};
-  return Sha256Hex(e.prev_hash + "\n" +
-                   canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  // nlohmann::json objects keep keys sorted, so their text is canonical; DumpJson writes
+  // the bytes nlohmann's dump() writes, so hashes made by either verify. Built member by
+  // member: an initializer list copies each value (the provenance and detail trees) twice.
+  nlohmann::json canonical = nlohmann::json::object();
+  canonical["id"] = e.id;
+  canonical["workspace_id"] = e.workspace_id;
+  canonical["seq"] = e.seq;
+  canonical["action_id"] = e.action_id;
+  canonical["decision_id"] = e.decision_id;
+  canonical["event"] = e.event;
+  canonical["occurred_at"] = ToUnixMillis(e.occurred_at);
+  canonical["provenance"] = e.provenance;
+  canonical["detail"] = e.detail;
+  return Sha256Hex(e.prev_hash + "\n" + DumpJson(canonical));
 }
 
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
