@@ -33,8 +33,11 @@ class RandomJson {
         return std::numeric_limits<std::int64_t>::min() + static_cast<std::int64_t>(rng_() % 3);
       case 4:
         return std::numeric_limits<std::uint64_t>::max() - rng_() % 3;
-      case 5:
-        return std::ldexp(static_cast<double>(rng_()), static_cast<int>(rng_() % 80) - 40);
+      case 5: {  // either sign, -0.0 included
+        double magnitude = rng_() % 16 == 0 ? 0.0 : static_cast<double>(rng_());
+        return (rng_() % 2 == 0 ? 1 : -1) *
+               std::ldexp(magnitude, static_cast<int>(rng_() % 80) - 40);
+      }
       case 6:
         return String();
       case 7: {
@@ -160,11 +163,35 @@ TEST(JsonTextTest, ParseJsonReadsWhatNlohmannReads) {
     accepted_edits += !json::parse(edited, nullptr, false).is_discarded();
   }
   EXPECT_GT(accepted_edits, 1000);  // the edits exercise both outcomes
-  for (const std::string& text : std::vector<std::string>{
-           "-0", "-0.0", "[-0e0]", "1e400", "18446744073709551616", "-9223372036854775809",
-           "9223372036854775808", "{\"a\":1,\"a\":[2]}", "\"\\ud800\"", "\"\\ud83d\\ude00\"",
-           "\"\\u0000\"", "\"\x80\"", "", " ", "[1,]", "01", "1.", "  {\"k\" : [ true ] }  ",
-           std::string(70000, ' ') + "[" + std::string(70000, '1') + "]"}) {
+  for (const std::string& text :
+       std::vector<std::string>{"-0",
+                                "-0.0",
+                                "[-0e0]",
+                                "1e400",
+                                "18446744073709551616",
+                                "-9223372036854775809",
+                                "9223372036854775808",
+                                "{\"a\":1,\"a\":[2]}",
+                                "\"\\ud800\"",
+                                "\"\\ud83d\\ude00\"",
+                                "\"\\u0000\"",
+                                "\"\\u00e9\\u4e16\\/\"",
+                                "[-0, 0, \"-0\"]",
+                                "{\"a\":-0.0e-0}",
+                                "\"\x80\"",
+                                "",
+                                " ",
+                                "[1,]",
+                                "01",
+                                "1.",
+                                "  {\"k\" : [ true ] }  ",
+                                "\xef\xbb\xbf{}",
+                                [] {  // ~6 KB: simdjson's buffers grow
+                                  std::string a = "[";
+                                  for (int i = 0; i < 3000; ++i) a += std::to_string(i % 10) + ",";
+                                  return a + "-0.5]";
+                                }(),
+                                std::string(70000, ' ') + "[" + std::string(70000, '1') + "]"}) {
     EXPECT_TRUE(check(text)) << text.substr(0, 80);
   }
   EXPECT_EQ(ParseJson("{\"id\":7}")["id"].type(), json::value_t::number_unsigned);

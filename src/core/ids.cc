@@ -21,8 +21,8 @@ struct UlidState {
   std::array<uint8_t, 10> random{};  // the 80 random bits
   // RAND_bytes output not yet used: one call per 25 ids rather than one per id (a call
   // was ~2% of a read's instructions).
-  std::array<uint8_t, 250> pool{};
-  size_t pool_used = 250;
+  std::array<uint8_t, 25 * 10> pool{};
+  size_t pool_used = pool.size();
 };
 
 }  // namespace

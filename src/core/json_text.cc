@@ -4,7 +4,6 @@
 
 #include <array>
 #include <charconv>
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace cortex {
@@ -160,18 +159,36 @@ void Append(std::string& out, const json& v) {
   }
 }
 
-// Documents up to this size are parsed by simdjson; its parser keeps buffers sized to the
-// largest document it has parsed, one parser per thread.
-constexpr size_t kSimdjsonMaxBytes = 64 * 1024;
+// Documents up to this size are parsed by simdjson (larger ones by nlohmann). Its parser
+// keeps buffers sized to the largest document it has parsed, ~16 bytes per input byte, and
+// there is one per thread that parses (the I/O threads and the write pool): this bounds
+// them to ~256 KiB each.
+constexpr size_t kSimdjsonMaxBytes = 16 * 1024;
 
-// simdjson's value as nlohmann's parser would have built it; false if the document holds
-// something whose nlohmann form cannot be told from simdjson's: a -0.0 (written "-0.0" or
-// "-0e0"?), or, when the text has a "-0" anywhere (`minus_zero`), an integer 0 ("0" is
-// unsigned to nlohmann, "-0" signed). Other integers >= 0 are unsigned, as nlohmann makes
-// them.
+// True if `text` may hold the number -0 (a "-0" after a separator and not followed by a
+// digit, '.' or an exponent): nlohmann makes it a signed integer 0, where "0" is unsigned,
+// and simdjson gives both as the same INT64. A "-0" inside a string may match too; that
+// only costs a second parse.
+bool MayHoldMinusZero(std::string_view text) {
+  for (size_t at = text.find("-0"); at != std::string_view::npos; at = text.find("-0", at + 1)) {
+    char before = at == 0 ? ' ' : text[at - 1];
+    char after = at + 2 < text.size() ? text[at + 2] : ' ';
+    bool separated = before == '[' || before == ',' || before == ':' || before == ' ' ||
+                     before == '\t' || before == '\n' || before == '\r';
+    bool ends = !(after >= '0' && after <= '9') && after != '.' && after != 'e' && after != 'E';
+    if (separated && ends) return true;
+  }
+  return false;
+}
+
+// simdjson's value as nlohmann's parser would have built it: integers >= 0 unsigned, as
+// nlohmann makes them; false (parse with nlohmann instead) for an integer 0 when the text
+// may hold a -0 (`minus_zero`). Floats keep their sign in both, -0.0 included.
 bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
   using Type = simdjson::dom::element_type;
   switch (e.type()) {
+    // (The object and array are named: iterating the temporaries that value_unsafe() refers
+    // into would dangle.)
     case Type::OBJECT:
       out = json::object();
       for (auto field : simdjson::dom::object(e.get_object().value_unsafe())) {
@@ -197,11 +214,9 @@ bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
     case Type::UINT64:
       out = e.get_uint64().value_unsafe();
       return true;
-    case Type::DOUBLE: {
-      double v = e.get_double().value_unsafe();
-      out = v;
-      return !(v == 0 && std::signbit(v));
-    }
+    case Type::DOUBLE:
+      out = e.get_double().value_unsafe();
+      return true;
     case Type::BOOL:
       out = e.get_bool().value_unsafe();
       return true;
@@ -218,7 +233,7 @@ bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
 // 400-byte tools/call was 16% of a read's instructions. simdjson parses it instead, and
 // anything simdjson refuses (invalid JSON, but also integers past 64 bits, which nlohmann
 // takes as doubles) goes to nlohmann, so what is accepted and what it means do not change
-// (json_text_test compares the two).
+// (core_test.cc compares the two).
 nlohmann::json ParseJson(std::string_view text) {
   if (text.size() <= kSimdjsonMaxBytes) {
     thread_local simdjson::dom::parser parser(kSimdjsonMaxBytes);
@@ -226,7 +241,7 @@ nlohmann::json ParseJson(std::string_view text) {
     json out;
     if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
             simdjson::SUCCESS &&
-        FromSimdjson(doc, text.find("-0") != std::string_view::npos, out)) {
+        FromSimdjson(doc, MayHoldMinusZero(text), out)) {
       return out;
     }
   }
@@ -235,8 +250,8 @@ nlohmann::json ParseJson(std::string_view text) {
 
 // nlohmann's serializer escapes strings a byte at a time through a UTF-8 decoder; a tool
 // result's text (the body, itself JSON) made that the largest single cost of a read. This
-// writer produces the same bytes (json_text_test compares them) and copies runs of plain
-// ASCII whole.
+// writer produces the same bytes (core_test.cc compares them) and copies runs of plain
+// bytes whole.
 std::string DumpJson(const nlohmann::json& value) {
   std::string out;
   Append(out, value);
@@ -244,15 +259,16 @@ std::string DumpJson(const nlohmann::json& value) {
 }
 
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* end = p + s.size();
+  while (p < end) {
+    if (*p < 0x80) {
+      ++p;
+      continue;
     }
-    i += n;
+    size_t n = Utf8SequenceLength(p, end);
+    if (n == 0) return false;
+    p += n;
   }
   return true;
 }

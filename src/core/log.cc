@@ -16,9 +16,9 @@ namespace {
 
 constexpr char kAccessLogger[] = "access";
 constexpr size_t kAccessBufferBytes = 64 * 1024;
-// A non-blocking stderr (a pipe its reader made so) that is full: how long to wait for room
-// before the lines are dropped.
-constexpr int kFullStderrWaitMs = 1000;
+// A non-blocking stderr (a pipe its reader made so) that is full: how long one flush waits
+// for room before its lines are dropped.
+constexpr std::chrono::seconds kFullStderrWait{1};
 std::shared_ptr<spdlog::logger> access_log;  // set by InitLogging, before any thread reads it
 
 // stderr for a file or a pipe: access lines collect in memory and go out in one write
@@ -43,22 +43,38 @@ class BufferedStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override { WriteOut(); }
 
  private:
+  // A full non-blocking stderr is waited on for room, up to kFullStderrWait per flush in
+  // all (a reader that takes a little at a time cannot hold the sink, and so every request
+  // that logs, for longer). After a wait that ran out, batches are dropped at once until
+  // stderr takes a write again.
   void WriteOut() {
+    const auto deadline = std::chrono::steady_clock::now() + kFullStderrWait;
     size_t done = 0;
     while (done < buffer_.size()) {
       ssize_t n = ::write(STDERR_FILENO, buffer_.data() + done, buffer_.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        pollfd room{STDERR_FILENO, POLLOUT, 0};
-        if (::poll(&room, 1, kFullStderrWaitMs) > 0) continue;
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        stalled_ = false;
+        continue;
       }
-      if (n <= 0) break;  // stderr is gone or stuck: drop the lines rather than block or spin
-      done += static_cast<size_t>(n);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !stalled_) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
+        if (left.count() > 0) {
+          pollfd room{STDERR_FILENO, POLLOUT, 0};
+          int ready = ::poll(&room, 1, static_cast<int>(left.count()));
+          if (ready > 0 || (ready < 0 && errno == EINTR)) continue;
+        }
+        stalled_ = true;
+      }
+      break;  // stderr is gone or stuck: drop the lines rather than block or spin
     }
     buffer_.clear();
   }
 
   std::string buffer_;
+  bool stalled_ = false;  // the last wait for room ran out
 };
 
 }  // namespace

@@ -1,8 +1,5 @@
 #include "core/time.h"
 
-#include <cstdio>
-#include <ctime>
-
 #include "core/json_text.h"
 
 namespace cortex {
@@ -40,34 +37,22 @@ TimePoint FromUnixMillis(int64_t ms) {
 // lock, and snprintf of seven fields was ~2% of a read's instructions; a list of decisions
 // formats a few times per item.
 std::string FormatTime(TimePoint t) {
-  using namespace std::chrono;
+  namespace chr = std::chrono;
   int64_t ms = ToUnixMillis(t);
   int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
   int millis = static_cast<int>(ms - secs * 1000);
-  sys_seconds at{seconds{secs}};
-  sys_days day = floor<days>(at);
-  year_month_day ymd{day};
-  int y = static_cast<int>(ymd.year());
+  chr::sys_seconds at{chr::seconds{secs}};
+  chr::sys_days day = chr::floor<chr::days>(at);
+  chr::year_month_day ymd{day};
   int64_t in_day = (at - day).count();
+  // TimePoint counts nanoseconds, so years stay within 1677-2262: always four digits.
   char buf[32];
-  if (y < 0 || y > 9999) {  // outside RFC 3339's four digits: written as printf would
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", y,
-                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                  static_cast<int>(in_day / 3600), static_cast<int>(in_day / 60 % 60),
-                  static_cast<int>(in_day % 60));
-    std::string out = buf;
-    if (millis != 0) {
-      std::snprintf(buf, sizeof buf, ".%03d", millis);
-      out += buf;
-    }
-    return out + "Z";
-  }
   char* p = buf;
   auto put = [&p](int64_t v, int width) {
     for (int i = width - 1; i >= 0; --i, v /= 10) p[i] = static_cast<char>('0' + v % 10);
     p += width;
   };
-  put(y, 4);
+  put(static_cast<int>(ymd.year()), 4);
   *p++ = '-';
   put(static_cast<unsigned>(ymd.month()), 2);
   *p++ = '-';
