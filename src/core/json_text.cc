@@ -5,6 +5,7 @@
 #include <array>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace cortex {
 namespace {
@@ -246,6 +247,12 @@ nlohmann::json ParseJson(std::string_view text) {
     }
   }
   return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+nlohmann::json ParseStoredJson(std::string_view text) {
+  json v = ParseJson(text);
+  if (v.is_discarded()) throw std::runtime_error("stored JSON is not JSON");
+  return v;
 }
 
 // nlohmann's serializer escapes strings a byte at a time through a UTF-8 decoder; a tool

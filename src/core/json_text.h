@@ -15,6 +15,10 @@ std::string DumpJson(const nlohmann::json& value);
 // rejects exactly what nlohmann::json::parse does, and gives the same value.
 nlohmann::json ParseJson(std::string_view text);
 
+// ParseJson for text that must be JSON because Cortex wrote it (a stored column): anything
+// else is corruption and throws std::runtime_error, as nlohmann's throwing parse did.
+nlohmann::json ParseStoredJson(std::string_view text);
+
 // True iff `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);
 

@@ -46,6 +46,20 @@ class McpServerTest : public ::testing::Test {
     return r.new_session_id;
   }
 
+  // A 2026-07-28 tools/call of `tool` over HTTP with headers that match it; the request
+  // points into http_body_.
+  McpRequest HttpToolCall(const std::string& tool) {
+    http_body_ = Modern("tools/call", {{"name", tool}, {"arguments", json::object()}}).dump();
+    McpRequest req;
+    req.body = http_body_;
+    req.transport = McpTransport::kHttp;
+    req.auth = &auth_;
+    req.protocol_version_header = "2026-07-28";
+    req.method_header = "tools/call";
+    req.name_header = tool;
+    return req;
+  }
+
   static json Modern(const std::string& method, json params = json::object()) {
     params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
                        {"io.modelcontextprotocol/clientCapabilities", json::object()}};
@@ -58,6 +72,7 @@ class McpServerTest : public ::testing::Test {
   ToolRegistry registry_;
   AuthContext auth_;
   std::unique_ptr<McpServer> server_;
+  std::string http_body_;
 };
 
 TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
@@ -128,15 +143,7 @@ TEST_F(McpServerTest, StatelessEraRefusals) {
 }
 
 TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
-  json call = Modern("tools/call", {{"name", "workspace.status"}, {"arguments", json::object()}});
-  std::string body = call.dump();
-  McpRequest req;
-  req.body = body;
-  req.transport = McpTransport::kHttp;
-  req.auth = &auth_;
-  req.protocol_version_header = "2026-07-28";
-  req.method_header = "tools/call";
-  req.name_header = "workspace.status";
+  McpRequest req = HttpToolCall("workspace.status");
   EXPECT_EQ(server_->Handle(req).disposition, Disposition::kReply);
   req.name_header = "=?base64?d29ya3NwYWNlLnN0YXR1cw==?=";  // "workspace.status"
   EXPECT_EQ(server_->Handle(req).disposition, Disposition::kReply);
@@ -158,14 +165,7 @@ TEST_F(McpServerTest, HttpHeadersMustMirrorTheBody) {
 // byte for byte, it is refused (on every platform, whatever the signedness of char).
 TEST_F(McpServerTest, NonAsciiNamesMustBeEncodedInHeaders) {
   const std::string name = "r\xc3\xa9sum\xc3\xa9";  // "résumé" in UTF-8
-  std::string body = Modern("tools/call", {{"name", name}, {"arguments", json::object()}}).dump();
-  McpRequest req;
-  req.body = body;
-  req.transport = McpTransport::kHttp;
-  req.auth = &auth_;
-  req.protocol_version_header = "2026-07-28";
-  req.method_header = "tools/call";
-  req.name_header = name;
+  McpRequest req = HttpToolCall(name);
   McpResponse raw = server_->Handle(req);
   EXPECT_EQ(raw.body["error"]["code"], rpc::kHeaderMismatch) << raw.body.dump();
   req.name_header = "=?base64?csOpc3Vtw6k=?=";

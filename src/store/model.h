@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/json_text.h"
 
 namespace cortex {
 
@@ -162,8 +163,8 @@ struct Decision {
   // is. Most reads never look inside it, and parsing it for every row was ~5% of a
   // decision.inspect.
   std::string details_json = "{}";
-  // Parses details_json, on every call; throws nlohmann::json::parse_error on bad text.
-  nlohmann::json Details() const { return nlohmann::json::parse(details_json); }
+  // Parses details_json, on every call; throws std::runtime_error on bad text.
+  nlohmann::json Details() const { return ParseStoredJson(details_json); }
   std::optional<std::string> notification_id;
   std::optional<std::string> triage_decision_id;
   std::optional<std::string> ledger_entry_id;

@@ -3,7 +3,6 @@
 // store/sql.h. Times are integer milliseconds since the Unix epoch; JSON is stored as text.
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "core/json_text.h"
 #include "core/time.h"
@@ -59,14 +58,6 @@ const std::string& ActiveBlock() {
 }  // namespace triage_sql
 
 namespace {
-
-// A JSON column that must hold JSON (Cortex wrote it): anything else is corruption, and
-// throws like nlohmann's parse.
-nlohmann::json JsonColumn(std::string_view text) {
-  nlohmann::json v = ParseJson(text);
-  if (v.is_discarded()) throw std::runtime_error("a stored JSON column is not JSON");
-  return v;
-}
 
 class SqlTx final : public WriteTx {
  public:
@@ -594,9 +585,9 @@ class SqlTx final : public WriteTx {
     r.name = s.Text(2);
     r.origin = s.Text(3);
     r.summary = s.Text(4);
-    ApplyRuleDefinitionJson(JsonColumn(s.Text(5)), &r);
+    ApplyRuleDefinitionJson(ParseStoredJson(s.Text(5)), &r);
     r.position = static_cast<int>(s.Int(6));
-    r.evidence = JsonColumn(s.Text(7)).get<std::vector<std::string>>();
+    r.evidence = ParseStoredJson(s.Text(7)).get<std::vector<std::string>>();
     r.support = s.Int(8);
     r.contradictions = s.Int(9);
     r.hits = s.Int(10);
@@ -624,7 +615,7 @@ class SqlTx final : public WriteTx {
     d.trace_id = s.Text(10);
     d.agent_version = s.Text(11);
     d.world_version = s.Text(12);
-    d.source_episode_ids = JsonColumn(s.Text(13)).get<std::vector<std::string>>();
+    d.source_episode_ids = ParseStoredJson(s.Text(13)).get<std::vector<std::string>>();
     d.details_json = s.Text(14);
     d.notification_id = s.OptText(15);
     d.triage_decision_id = s.OptText(16);
@@ -766,7 +757,7 @@ class SqlTx final : public WriteTx {
     TrustStreak out;
     if (s.Step(&st)) {
       out.streak = s.Int(0);
-      out.evidence = JsonColumn(s.Text(1)).get<std::vector<std::string>>();
+      out.evidence = ParseStoredJson(s.Text(1)).get<std::vector<std::string>>();
     }
     CORTEX_RETURN_IF_ERROR(st);
     return out;
