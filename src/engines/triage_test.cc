@@ -100,6 +100,16 @@ TEST_F(TriageTest, AnEarlierEpisodeOfAnyKindIsNotFirstContact) {
     EXPECT_FALSE(HasKind(Receive(who, "2026-06-09T14:00:00Z", "Hello"), "first_contact")) << kind;
   }
   EXPECT_TRUE(HasKind(Receive("k9@kinds.example", "2026-06-09T14:00:00Z", "Hi"), "first_contact"));
+
+  // A message from them long past the wait for a reply still counts; one from later on
+  // (ingested first) does not.
+  Ingest(
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-04-01T09:00:00Z","counterparty":"old@kinds.example","summary":"spring"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-20T09:00:00Z","counterparty":"later@kinds.example","summary":"summer"})");
+  EXPECT_FALSE(
+      HasKind(Receive("old@kinds.example", "2026-06-09T14:00:00Z", "Hello"), "first_contact"));
+  EXPECT_TRUE(
+      HasKind(Receive("later@kinds.example", "2026-06-09T14:00:00Z", "Hello"), "first_contact"));
 }
 
 // Within one batch, a message is triaged with its sender as the lines before it left

@@ -206,17 +206,15 @@ class SqlTx final : public WriteTx {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     History h;
     Status st;
-    {
-      Stmt s = c_.Prepare(triage_sql::AnyEarlier());
-      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
-      h.any_earlier = s.Step(&st);
-      CORTEX_RETURN_IF_ERROR(st);
-    }
     int64_t since = ToUnixMillis(awaiting_since);
+    bool sent = false;
     {
       Stmt s = c_.Prepare(triage_sql::kLastSent);
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
-      if (s.Step(&st) && !s.IsNull(0)) since = std::max(since, s.Int(0));
+      if (s.Step(&st) && !s.IsNull(0)) {
+        sent = true;
+        since = std::max(since, s.Int(0));
+      }
       CORTEX_RETURN_IF_ERROR(st);
     }
     {
@@ -226,6 +224,15 @@ class SqlTx final : public WriteTx {
         h.unanswered = s.Int(0);
         h.first_unanswered_at = s.OptTime(1);
       }
+      CORTEX_RETURN_IF_ERROR(st);
+    }
+    // Our message to them, or theirs awaiting a reply, is an earlier episode already: the
+    // seek per episode kind is left for a quiet or first contact.
+    h.any_earlier = sent || h.unanswered > 0;
+    if (!h.any_earlier) {
+      Stmt s = c_.Prepare(triage_sql::AnyEarlier());
+      s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
+      h.any_earlier = s.Step(&st);
       CORTEX_RETURN_IF_ERROR(st);
     }
     return h;
