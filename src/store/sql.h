@@ -9,9 +9,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
+#include "store/model.h"
 
 namespace cortex {
 
@@ -83,6 +87,17 @@ class Stmt {
   SqlStatement& s_;
 };
 
+// Rows every tool call reads and that seldom change (its token, workspace, settings and
+// quota overrides), remembered by a connection between its transactions. Keyed by token
+// hash or workspace id; only rows that exist are kept.
+struct StableRows {
+  static constexpr size_t kMaxPerMap = 256;  // beyond this a map starts over
+  std::unordered_map<std::string, TokenRecord> tokens;
+  std::unordered_map<std::string, Workspace> workspaces;
+  std::unordered_map<std::string, WorkspaceSettings> settings;
+  std::unordered_map<std::string, std::vector<std::pair<std::string, int64_t>>> quotas;
+};
+
 // One connection inside one transaction. Used by one thread at a time.
 class SqlConn {
  public:
@@ -97,6 +112,10 @@ class SqlConn {
   // transaction it locks the workspace row, so writes to one workspace serialize across
   // instances as they do in SQLite's single writer; elsewhere it does nothing.
   virtual Status Enter(const std::string& ws) = 0;
+  // The rows this connection remembers, valid for the transaction it is in: only where
+  // the connection can tell that nothing has changed since they were read (SQLite's
+  // readers, by the database's data version); nullptr elsewhere.
+  virtual StableRows* Stable() { return nullptr; }
 };
 
 class WriteTx;

@@ -75,11 +75,13 @@ class SqlTx final : public WriteTx {
 
   Result<Workspace> GetWorkspace(const std::string& id) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(id));
-    Stmt s = c_.Prepare(
-        "SELECT id, name, world_version, agent_version, created_at FROM workspaces "
-        "WHERE id = ?");
-    s.Bind(1, id);
-    return ReadWorkspace(s, "workspace " + id);
+    return Remembered(&StableRows::workspaces, id, [&]() -> Result<Workspace> {
+      Stmt s = c_.Prepare(
+          "SELECT id, name, world_version, agent_version, created_at FROM workspaces "
+          "WHERE id = ?");
+      s.Bind(1, id);
+      return ReadWorkspace(s, "workspace " + id);
+    });
   }
 
   Result<std::vector<Workspace>> ListWorkspaces() override {
@@ -94,13 +96,15 @@ class SqlTx final : public WriteTx {
   }
 
   Result<TokenRecord> FindTokenByHash(const std::string& hash) override {
-    Stmt s = c_.Prepare(
-        "SELECT id, workspace_id, hash, label, scopes, created_at, revoked_at FROM tokens "
-        "WHERE hash = ?");
-    s.Bind(1, hash);
-    Status st;
-    if (!s.Step(&st)) return st.ok() ? Status::NotFound("unknown token") : st;
-    return TokenRow(s);
+    return Remembered(&StableRows::tokens, hash, [&]() -> Result<TokenRecord> {
+      Stmt s = c_.Prepare(
+          "SELECT id, workspace_id, hash, label, scopes, created_at, revoked_at FROM tokens "
+          "WHERE hash = ?");
+      s.Bind(1, hash);
+      Status st;
+      if (!s.Step(&st)) return st.ok() ? Status::NotFound("unknown token") : st;
+      return TokenRow(s);
+    });
   }
 
   Result<std::vector<TokenRecord>> ListTokens(const std::string& ws) override {
@@ -251,11 +255,13 @@ class SqlTx final : public WriteTx {
 
   Result<WorkspaceSettings> GetSettings(const std::string& ws) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare("SELECT settings FROM workspaces WHERE id = ?");
-    s.Bind(1, ws);
-    Status st;
-    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
-    return SettingsFromJson(ParseJson(s.Text(0)));
+    return Remembered(&StableRows::settings, ws, [&]() -> Result<WorkspaceSettings> {
+      Stmt s = c_.Prepare("SELECT settings FROM workspaces WHERE id = ?");
+      s.Bind(1, ws);
+      Status st;
+      if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
+      return SettingsFromJson(ParseJson(s.Text(0)));
+    });
   }
 
   Result<std::vector<Rule>> ListRules(const std::string& ws, bool active_only) override {
@@ -563,6 +569,23 @@ class SqlTx final : public WriteTx {
   }
 
  private:
+  // `read()`'s row for `key`, from the connection's remembered rows when it keeps them
+  // (SqlConn::Stable); a row read is remembered, a miss or an error is not.
+  template <typename T, typename ReadRow>
+  Result<T> Remembered(std::unordered_map<std::string, T> StableRows::*map, const std::string& key,
+                       ReadRow read) {
+    StableRows* stable = c_.Stable();
+    if (stable == nullptr) return read();
+    auto& rows = stable->*map;
+    if (auto it = rows.find(key); it != rows.end()) return it->second;
+    Result<T> row = read();
+    if (row.ok()) {
+      if (rows.size() >= StableRows::kMaxPerMap) rows.clear();
+      rows.emplace(key, *row);
+    }
+    return row;
+  }
+
   static Episode EpisodeRow(const Stmt& s) {
     Episode e;
     e.id = s.Text(0);
@@ -845,14 +868,17 @@ class SqlTx final : public WriteTx {
   Result<std::vector<std::pair<std::string, int64_t>>> QuotaOverrides(
       const std::string& ws) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s =
-        c_.Prepare("SELECT name, value FROM quota_limits WHERE workspace_id = ? ORDER BY name");
-    s.Bind(1, ws);
-    std::vector<std::pair<std::string, int64_t>> out;
-    Status st;
-    while (s.Step(&st)) out.emplace_back(s.Text(0), s.Int(1));
-    CORTEX_RETURN_IF_ERROR(st);
-    return out;
+    using Overrides = std::vector<std::pair<std::string, int64_t>>;
+    return Remembered(&StableRows::quotas, ws, [&]() -> Result<Overrides> {
+      Stmt s =
+          c_.Prepare("SELECT name, value FROM quota_limits WHERE workspace_id = ? ORDER BY name");
+      s.Bind(1, ws);
+      Overrides out;
+      Status st;
+      while (s.Step(&st)) out.emplace_back(s.Text(0), s.Int(1));
+      CORTEX_RETURN_IF_ERROR(st);
+      return out;
+    });
   }
 
   Status SetQuotaOverride(const std::string& ws, const std::string& name,

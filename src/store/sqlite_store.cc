@@ -102,6 +102,7 @@ class Conn final : public SqlConn {
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                                      "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
+    c->readonly_ = readonly;
     return c;
   }
 
@@ -142,8 +143,38 @@ class Conn final : public SqlConn {
   // One process writes at a time: there is nothing to lock per workspace.
   Status Enter(const std::string&) override { return Status::Ok(); }
 
+  // Starts a read transaction (a reader's snapshot begins at its first statement).
+  Status BeginRead() {
+    version_known_ = false;
+    return Run("BEGIN");
+  }
+
+  // A reader keeps its remembered rows for as long as the database's data version stays
+  // where it was when they were read: any commit, by any connection of any process, moves
+  // it. Read inside the transaction, the version is that of the transaction's snapshot,
+  // so the rows are exactly what the transaction would read. The writer keeps none (its
+  // own uncommitted changes would not move the version).
+  StableRows* Stable() override {
+    if (!readonly_) return nullptr;
+    if (!version_known_) {
+      Stmt s = Prepare("PRAGMA data_version");
+      Status st;
+      if (!s.Step(&st)) return nullptr;
+      if (s.Int(0) != stable_version_) {
+        stable_ = StableRows();
+        stable_version_ = s.Int(0);
+      }
+      version_known_ = true;
+    }
+    return &stable_;
+  }
+
  private:
   sqlite3* db_ = nullptr;
+  bool readonly_ = false;
+  bool version_known_ = false;  // stable_version_ is this transaction's
+  int64_t stable_version_ = -1;
+  StableRows stable_;
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -330,7 +361,7 @@ class SqliteStore final : public Store {
   Result<std::unique_ptr<Conn>> BeginRead() {
     auto conn = AcquireReader();
     if (!conn.ok()) return conn.status();
-    Status st = (*conn)->Run("BEGIN");
+    Status st = (*conn)->BeginRead();
     if (!st.ok()) {
       ReleaseReader(std::move(*conn));
       return st;

@@ -189,6 +189,74 @@ TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
   EXPECT_EQ(CountWorkspaces(*store), 3u);
 }
 
+// Every tool call reads its token, workspace, settings and quota overrides. A reader may
+// remember them between transactions, but a commit from anywhere shows at once: from this
+// store, from another process on the same database (as `cortex token revoke` is), and
+// from a change made behind the store's back. A revoked token stops working at once.
+TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
+  testing::TempStore store;
+  const Workspace ws = MakeWorkspace(1);
+  const TokenRecord token{"tok_1", ws.id, "h1", "t", 1, ws.created_at, std::nullopt};
+  ASSERT_TRUE(store
+                  ->Write([&](WriteTx& tx) -> Status {
+                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+                    return tx.InsertToken(token);
+                  })
+                  .ok());
+  struct Seen {
+    bool revoked = false;
+    std::string name;
+    int utc_offset = 0;
+    size_t overrides = 0;
+  };
+  auto read = [&] {
+    Seen seen;
+    for (int i = 0; i < 2; ++i) {  // the second read of each row may be a remembered one
+      EXPECT_TRUE(
+          store
+              ->Read([&](ReadTx& tx) -> Status {
+                auto t = tx.FindTokenByHash("h1");
+                auto w = tx.GetWorkspace(ws.id);
+                auto s = tx.GetSettings(ws.id);
+                auto q = tx.QuotaOverrides(ws.id);
+                if (!t.ok() || !w.ok() || !s.ok() || !q.ok()) {
+                  return Status::Internal("a read failed");
+                }
+                seen = {t->revoked_at.has_value(), w->name, s->utc_offset_minutes, q->size()};
+                return Status::Ok();
+              })
+              .ok());
+    }
+    return seen;
+  };
+  Seen before = read();
+  EXPECT_FALSE(before.revoked);
+  EXPECT_EQ(before.overrides, 0u);
+
+  {  // another process revokes the token
+    auto elsewhere = OpenStore(store.location());
+    ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().message();
+    ASSERT_TRUE(
+        (*elsewhere)
+            ->Write([&](WriteTx& tx) { return tx.RevokeToken(ws.id, token.id, ws.created_at); })
+            .ok());
+  }
+  EXPECT_TRUE(read().revoked);
+
+  ASSERT_TRUE(
+      store->Write([&](WriteTx& tx) { return tx.SetQuotaOverride(ws.id, "calls_per_minute", 5); })
+          .ok());
+  EXPECT_EQ(read().overrides, 1u);
+
+  WorkspaceSettings settings;
+  settings.utc_offset_minutes = 300;
+  ASSERT_TRUE(store->Write([&](WriteTx& tx) { return tx.SetSettings(ws.id, settings); }).ok());
+  EXPECT_EQ(read().utc_offset, 300);
+
+  store.ExecRaw("UPDATE workspaces SET name = 'renamed' WHERE id = 'ws_1'");
+  EXPECT_EQ(read().name, "renamed");
+}
+
 // Triage reads a counterparty's and a thread's earlier episodes for every message it
 // sorts: each of those reads seeks an index on the workspace, counterparty or thread and
 // kind and reads nothing else (the message being triaged is not stored yet, so no row has
