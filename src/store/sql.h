@@ -114,7 +114,7 @@ class SqlConn {
   virtual Status Enter(const std::string& ws) = 0;
   // The rows this connection remembers, valid for the transaction it is in: only where
   // the connection can tell that nothing has changed since they were read (SQLite's
-  // readers, by the database's data version); nullptr elsewhere.
+  // readers in a read-only request, by the database's data version); nullptr elsewhere.
   virtual StableRows* Stable() { return nullptr; }
 };
 

@@ -189,8 +189,9 @@ TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
   EXPECT_EQ(CountWorkspaces(*store), 3u);
 }
 
-// Every tool call reads its token, workspace, settings and quota overrides. A reader may
-// remember them between transactions, but a commit from anywhere shows at once: from this
+// Every tool call reads its token, workspace, settings and quota overrides. A read-only
+// request's reader may remember them between transactions, but a commit from anywhere shows
+// at once: from this
 // store, from another process on the same database (as `cortex token revoke` is), and
 // from a change made behind the store's back. A revoked token stops working at once.
 TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
@@ -211,7 +212,8 @@ TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
   };
   auto read = [&] {
     Seen seen;
-    for (int i = 0; i < 2; ++i) {  // the second read of each row may be a remembered one
+    for (int i = 0; i < 2; ++i) {   // the second read of each row may be a remembered one
+      SharedReads request(*store);  // as a read-only request reads
       EXPECT_TRUE(
           store
               ->Read([&](ReadTx& tx) -> Status {
