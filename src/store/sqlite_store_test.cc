@@ -314,6 +314,51 @@ TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
   EXPECT_EQ(active("11T09:10:00Z"), "ep_tie_first");
 }
 
+// Rules come in force order: by position, ties by id; with the retired ones, those in force
+// first. (Sorted in code, so both databases order them alike.)
+TEST(RulesOrderTest, ByPositionThenIdWithRulesInForceFirst) {
+  testing::TempStore store;
+  const Workspace ws = MakeWorkspace(1);
+  auto rule = [&](const char* id, int position, bool active) {
+    Rule r;
+    r.id = id;
+    r.workspace_id = ws.id;
+    r.name = id;
+    r.kind = "triage";
+    r.summary = id;
+    r.origin = "user";
+    r.position = position;
+    r.active = active;
+    r.created_at = ws.created_at;
+    return r;
+  };
+  ASSERT_TRUE(store
+                  ->Write([&](WriteTx& tx) -> Status {
+                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+                    for (const Rule& r :
+                         {rule("rul_B", 2, true), rule("rul_A", 2, true), rule("rul_Z", 1, true),
+                          rule("rul_old", 0, false), rule("rul_C", 3, true)}) {
+                      CORTEX_RETURN_IF_ERROR(tx.InsertRule(r));
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  auto ids = [&](bool active_only) {
+    std::vector<std::string> out;
+    EXPECT_TRUE(store
+                    ->Read([&](ReadTx& tx) -> Status {
+                      auto rules = tx.ListRules(ws.id, active_only);
+                      if (!rules.ok()) return rules.status();
+                      for (const Rule& r : *rules) out.push_back(r.id);
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  EXPECT_EQ(ids(true), (std::vector<std::string>{"rul_Z", "rul_A", "rul_B", "rul_C"}));
+  EXPECT_EQ(ids(false), (std::vector<std::string>{"rul_Z", "rul_A", "rul_B", "rul_C", "rul_old"}));
+}
+
 // Triage reads a counterparty's and a thread's earlier episodes for every message it
 // sorts: each of those reads seeks an index on the workspace, counterparty or thread and
 // kind and reads nothing else (the message being triaged is not stored yet, so no row has
