@@ -1199,8 +1199,9 @@ class SqlTx final : public WriteTx {
   }
 
   Status LoadEntityDetails(Entity* e) {
-    // Sorted here: the index on entity_id holds no order of identifiers, and an ORDER BY
-    // sorted the few of them in a temporary b-tree on every look-up of a person.
+    // Sorted here: the index on entity_id orders identifiers only within a workspace, which
+    // this look-up does not name, so an ORDER BY sorted the few of them in a temporary
+    // b-tree on every look-up of a person.
     Stmt ids = c_.Prepare("SELECT identifier FROM entity_identifiers WHERE entity_id = ?");
     ids.Bind(1, e->id);
     Status st;

@@ -159,7 +159,9 @@ class Conn final : public SqlConn {
   // every time under write load, and there checking and refilling cost more than a look-up
   // (+2% instructions per action.communicate, measured).
   StableRows* Stable() override {
-    if (!remember_) return nullptr;
+    // Not once SQLite has ended the transaction by itself (after an I/O error, say): the
+    // version read would no longer be the one the transaction's reads see.
+    if (!remember_ || !InTransaction()) return nullptr;
     if (!version_known_) {
       Stmt s = Prepare("PRAGMA data_version");
       Status st;

@@ -390,7 +390,7 @@ TEST(QueryPlanTest, TheActiveBlockIsFoundInTheBlocksIndex) {
   for (const std::string& sql :
        {std::string(triage_sql::kActiveBlockEnd), triage_sql::ActiveBlock()}) {
     std::string plan = store.QueryPlan(sql);
-    EXPECT_NE(plan.find("USING INDEX episodes_blocks (workspace_id=? AND occurred_at>? AND "
+    EXPECT_NE(plan.find("INDEX episodes_blocks (workspace_id=? AND occurred_at>? AND "
                         "occurred_at<?)"),
               std::string::npos)
         << sql << "\n"
