@@ -264,7 +264,7 @@ TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
 TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
   testing::TempStore store;
   const Workspace ws = MakeWorkspace(1);
-  auto at = [](const char* hhmm_day) { return *ParseTime(std::string("2026-06-") + hhmm_day); };
+  auto at = [](const char* day_time) { return *ParseTime(std::string("2026-06-") + day_time); };
   auto block = [&](const char* id, const char* from, const char* to) {
     Episode e;
     e.id = id;
