@@ -142,6 +142,43 @@ TEST(JsonTextTest, DumpJsonWritesWhatNlohmannWrites) {
             R"({"text":"line\n\"quoted\"\u0001"})");
 }
 
+// Strings are scanned eight bytes at a time: every byte value, and a UTF-8 sequence, at
+// every offset of a long plain string must come out as nlohmann writes it.
+TEST(JsonTextTest, DumpJsonEscapesEveryByteAtEveryOffset) {
+  using nlohmann::json;
+  for (size_t at = 0; at < 19; ++at) {
+    for (int b = 0; b < 256; ++b) {
+      std::string s(19, 'a');
+      s[at] = static_cast<char>(b);
+      ASSERT_EQ(DumpJson(json(s)), json(s).dump(-1, ' ', false, json::error_handler_t::replace))
+          << "byte " << b << " at " << at;
+    }
+    std::string s(19, 'a');
+    s.replace(at, 2, "\xc3\xa9");
+    ASSERT_EQ(DumpJson(json(s)), json(s).dump()) << "e-acute at " << at;
+  }
+}
+
+// A subtree whose text is known is written from that text, found by address: the same
+// bytes as serializing it, and a copy of the subtree elsewhere in the tree is serialized.
+TEST(JsonTextTest, DumpJsonWritesAKnownSubtreeFromItsText) {
+  using nlohmann::json;
+  RandomJson random(20261130);
+  for (int i = 0; i < 2000; ++i) {
+    json v = {{"a", random.Value()}, {"b", random.Value()}};
+    v["c"] = v["b"];
+    std::string text = DumpJson(v["b"]);
+    ASSERT_EQ(DumpJson(v, {&v["b"], &text}), DumpJson(v)) << "value #" << i;
+  }
+  json v = {{"body", {{"x", 1}}}, {"copy", {{"x", 1}}}};
+  std::string text = R"({"x":1})";
+  EXPECT_EQ(DumpJson(v, {&v["body"], &text}), R"({"body":{"x":1},"copy":{"x":1}})");
+#ifdef NDEBUG  // debug builds assert that the text is the subtree's
+  std::string other = R"({"spliced":true})";
+  EXPECT_EQ(DumpJson(v, {&v["body"], &other}), R"({"body":{"spliced":true},"copy":{"x":1}})");
+#endif
+}
+
 // ParseJson (simdjson, with nlohmann behind it) accepts exactly what nlohmann accepts and
 // builds the same tree, types included: on valid documents, on each with one byte edited,
 // and on the cases where the two parsers differ on their own.

@@ -2,8 +2,12 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
+#include <cassert>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -45,108 +49,165 @@ size_t Utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
   return 0;
 }
 
-// A JSON string literal, escaped as nlohmann's serializer escapes it, in one pass that
-// copies runs of plain bytes whole. A string that is not well-formed UTF-8 goes to
-// nlohmann, whose replacement of bad sequences (U+FFFD) is the one on the wire.
-void AppendString(std::string& out, const std::string& s) {
+// Writes JSON text into a string, bytes at a time through a pointer. std::string's
+// push_back and append are not inlined (libstdc++ instantiates them once, out of line), and
+// JSON text is written a byte or a few at a time. Finish() trims the room left over.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out), at_(out.size()) {}
+
+  // At least `n` writable bytes at the returned pointer; Advance() to what was written.
+  char* Room(size_t n) {
+    if (out_.size() - at_ < n) Grow(n);
+    return out_.data() + at_;
+  }
+  void Advance(char* written_to) { at_ = static_cast<size_t>(written_to - out_.data()); }
+  void Put(char c) {
+    *Room(1) = c;
+    ++at_;
+  }
+  void Put(const void* bytes, size_t n) {
+    std::memcpy(Room(n), bytes, n);
+    at_ += n;
+  }
+  void Put(std::string_view text) { Put(text.data(), text.size()); }
+  size_t size() const { return at_; }
+  void Truncate(size_t n) { at_ = n; }  // REQUIRES: n <= size()
+  void Finish() { out_.resize(at_); }
+
+ private:
+  [[gnu::noinline]] void Grow(size_t n) {
+    out_.resize(std::max({2 * out_.size(), at_ + n, size_t{256}}));
+  }
+
+  std::string& out_;
+  size_t at_;  // bytes of out_ written; the rest is room
+};
+
+// The first byte at or after `p` that is not copied as it is inside a JSON string (a byte
+// below 0x20, '"', '\\', or one of a UTF-8 sequence), or `end`. Eight bytes at a time: the
+// reply's text is its body as one long string.
+const unsigned char* SkipPlain(const unsigned char* p, const unsigned char* end) {
+  constexpr uint64_t kOnes = 0x0101010101010101, kHigh = 0x8080808080808080;
+  auto has_zero_byte = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  while (end - p >= 8) {
+    uint64_t x;
+    std::memcpy(&x, p, 8);
+    uint64_t special = ((x - kOnes * 0x20) & ~x & kHigh)    // a byte below 0x20
+                       | has_zero_byte(x ^ (kOnes * '"'))   // a quote
+                       | has_zero_byte(x ^ (kOnes * '\\'))  // a backslash
+                       | (x & kHigh);                       // a byte of a UTF-8 sequence
+    if (special != 0) break;
+    p += 8;
+  }
+  while (p < end && kByteClass[*p] == kPlain) ++p;
+  return p;
+}
+
+// A JSON string literal, escaped as nlohmann's serializer escapes it, checking UTF-8 in the
+// same pass and copying runs of plain bytes whole. A string that is not well-formed UTF-8
+// goes to nlohmann, whose replacement of bad sequences (U+FFFD) is the one on the wire.
+void AppendString(JsonWriter& out, const std::string& s) {
   const size_t start = out.size();
-  out.push_back('"');
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   const auto* end = p + s.size();
   const auto* run = p;  // start of the bytes not yet copied
-  while (p < end) {
-    ByteClass k = kByteClass[*p];
-    if (k == kPlain) {
-      ++p;
-      continue;
-    }
-    if (k == kUtf8) {
+  out.Put('"');
+  while ((p = SkipPlain(p, end)) < end) {
+    unsigned char c = *p;
+    if (kByteClass[c] == kUtf8) {
       size_t n = Utf8SequenceLength(p, end);
       if (n == 0) {
-        out.resize(start);
-        out += NlohmannDump(json(s));
+        out.Truncate(start);
+        out.Put(NlohmannDump(json(s)));
         return;
       }
       p += n;
       continue;
     }
-    out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
-    unsigned char c = *p++;
-    run = p;
+    out.Put(run, static_cast<size_t>(p - run));
+    run = ++p;
+    char* w = out.Room(6);
+    *w++ = '\\';
     switch (c) {
       case '"':
-        out += "\\\"";
-        break;
       case '\\':
-        out += "\\\\";
+        *w++ = static_cast<char>(c);
         break;
       case '\b':
-        out += "\\b";
+        *w++ = 'b';
         break;
       case '\f':
-        out += "\\f";
+        *w++ = 'f';
         break;
       case '\n':
-        out += "\\n";
+        *w++ = 'n';
         break;
       case '\r':
-        out += "\\r";
+        *w++ = 'r';
         break;
       case '\t':
-        out += "\\t";
+        *w++ = 't';
         break;
       default: {
         static constexpr char kHex[] = "0123456789abcdef";
-        out += "\\u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 0xF]);
+        *w++ = 'u';
+        *w++ = '0';
+        *w++ = '0';
+        *w++ = kHex[c >> 4];
+        *w++ = kHex[c & 0xF];
       }
     }
+    out.Advance(w);
   }
-  out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(end - run));
-  out.push_back('"');
+  out.Put(run, static_cast<size_t>(end - run));
+  out.Put('"');
 }
 
 template <typename Int>
-void AppendInt(std::string& out, Int v) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, end);
+void AppendInt(JsonWriter& out, Int v) {
+  char* w = out.Room(24);
+  out.Advance(std::to_chars(w, w + 24, v).ptr);
 }
 
-void Append(std::string& out, const json& v) {
+void Append(JsonWriter& out, const json& v, const KnownText& known) {
+  if (&v == known.node) {
+    assert(*known.text == DumpJson(v));
+    out.Put(*known.text);
+    return;
+  }
   switch (v.type()) {
     case json::value_t::object: {
-      out.push_back('{');
+      out.Put('{');
       bool first = true;
       for (const auto& [key, item] : v.get_ref<const json::object_t&>()) {
-        if (!first) out.push_back(',');
+        if (!first) out.Put(',');
         first = false;
         AppendString(out, key);
-        out.push_back(':');
-        Append(out, item);
+        out.Put(':');
+        Append(out, item, known);
       }
-      out.push_back('}');
+      out.Put('}');
       return;
     }
     case json::value_t::array: {
-      out.push_back('[');
+      out.Put('[');
       bool first = true;
       for (const json& item : v.get_ref<const json::array_t&>()) {
-        if (!first) out.push_back(',');
+        if (!first) out.Put(',');
         first = false;
-        Append(out, item);
+        Append(out, item, known);
       }
-      out.push_back(']');
+      out.Put(']');
       return;
     }
     case json::value_t::string:
       return AppendString(out, v.get_ref<const std::string&>());
     case json::value_t::boolean:
-      out += v.get<bool>() ? "true" : "false";
+      out.Put(v.get<bool>() ? "true" : "false");
       return;
     case json::value_t::null:
-      out += "null";
+      out.Put("null");
       return;
     case json::value_t::number_integer:
       return AppendInt(out, v.get<std::int64_t>());
@@ -155,7 +216,7 @@ void Append(std::string& out, const json& v) {
     case json::value_t::number_float:  // shortest round-trip form, NaN as null: nlohmann's
     case json::value_t::binary:
     case json::value_t::discarded:
-      out += NlohmannDump(v);
+      out.Put(NlohmannDump(v));
       return;
   }
 }
@@ -259,9 +320,11 @@ nlohmann::json ParseStoredJson(std::string_view text) {
 // result's text (the body, itself JSON) made that the largest single cost of a read. This
 // writer produces the same bytes (core_test.cc compares them) and copies runs of plain
 // bytes whole.
-std::string DumpJson(const nlohmann::json& value) {
+std::string DumpJson(const nlohmann::json& value, KnownText known) {
   std::string out;
-  Append(out, value);
+  JsonWriter writer(out);
+  Append(writer, value, known);
+  writer.Finish();
   return out;
 }
 

@@ -8,8 +8,18 @@
 
 namespace cortex {
 
+// A subtree whose text is already at hand: DumpJson writes `*text` where it meets `*node`
+// (the same object, by address) instead of serializing the subtree again. A tool result
+// carries its body twice, as structuredContent and as the text of content[0]; with this the
+// reply serializes the body once. REQUIRES: *text == DumpJson(*node) (checked in debug
+// builds).
+struct KnownText {
+  const nlohmann::json* node = nullptr;
+  const std::string* text = nullptr;
+};
+
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
-std::string DumpJson(const nlohmann::json& value);
+std::string DumpJson(const nlohmann::json& value, KnownText known = {});
 
 // Parses JSON text; a discarded value (is_discarded()) if it is not valid JSON. Accepts and
 // rejects exactly what nlohmann::json::parse does, and gives the same value.

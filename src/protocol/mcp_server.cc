@@ -82,6 +82,7 @@ const char* ErrorName(int code) {
 
 McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
   out.disposition = d;
+  out.text_is_structured = false;
   out.status = d == Disposition::kUnavailable ? "unavailable" : ErrorName(error.code);
   out.body = rpc::MakeError(id, error);
   return out;
@@ -437,6 +438,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     const json& body = reply.body();
     out.status = body.value("error", std::string("tool_error"));
   }
+  out.text_is_structured = !reply.is_raw();
   return std::move(reply).ToCallToolResult();
 }
 
@@ -494,6 +496,25 @@ void McpServer::CloseStream(const std::string& id) {
   std::lock_guard<std::mutex> lock(streams_mu_);
   auto it = streams_.find(id);
   if (it != streams_.end() && --it->second == 0) streams_.erase(it);
+}
+
+std::string DumpBody(const McpResponse& response) {
+  const json& body = response.body;
+  if (response.text_is_structured) {
+    // result.content[0].text is result.structuredContent already serialized (ToolReply).
+    auto result = body.find("result");
+    if (result != body.end()) {
+      auto structured = result->find("structuredContent");
+      auto content = result->find("content");
+      if (structured != result->end() && content != result->end() && content->is_array() &&
+          !content->empty() && content->front().contains("text") &&
+          content->front()["text"].is_string()) {
+        const std::string& text = content->front()["text"].get_ref<const std::string&>();
+        return DumpJson(body, {&*structured, &text});
+      }
+    }
+  }
+  return DumpJson(body);
 }
 
 bool McpServer::HasSession(const std::string& id) {

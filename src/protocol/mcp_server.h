@@ -64,12 +64,19 @@ struct McpResponse {
   // sent before `body` when the response is a stream.
   std::vector<nlohmann::json> notifications;
   std::string new_session_id;  // non-empty after a successful initialize
+  // True when body is a tools/call result whose content[0].text is its structuredContent
+  // as JSON text (every tool reply but a raw one): DumpBody() writes that text again rather
+  // than serializing the body a second time.
+  bool text_is_structured = false;
   // For the request log and metrics.
   std::string method;
   std::string tool;
   std::string status = "ok";  // "ok", a JSON-RPC error name, or a tool error code
   std::string trace_id;
 };
+
+// The response's body as JSON text, for the transports.
+std::string DumpBody(const McpResponse& response);
 
 struct ServerInfo {
   std::string name = "cortex";

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/json_text.h"
 #include "core/time.h"
 #include "protocol/jsonrpc.h"
 #include "testing/temp_store.h"
@@ -210,6 +211,33 @@ TEST_F(McpServerTest, ToolCallsAndToolErrors) {
                             sid);
   EXPECT_EQ(status.body["result"]["structuredContent"]["workspace"], "alpha");
   EXPECT_FALSE(status.body["result"].contains("isError"));
+}
+
+// A tool result carries its body as structuredContent and as content[0].text; the wire
+// form writes the text once more instead of serializing the body again. It must be what
+// serializing the whole response gives, for a result, a tool error and a JSON-RPC error.
+TEST_F(McpServerTest, TheWireFormIsTheWholeResponseSerialized) {
+  std::string sid = Initialize();
+  auto call = [&](const std::string& tool, json args) {
+    return Send({{"jsonrpc", "2.0"},
+                 {"id", 3},
+                 {"method", "tools/call"},
+                 {"params", {{"name", tool}, {"arguments", std::move(args)}}}},
+                sid);
+  };
+  McpResponse status = call("workspace.status", json::object());
+  McpResponse refused = call("entity.lookup", json::object());
+  McpResponse unknown = call("no.such_tool", json::object());
+  for (const McpResponse* r : {&status, &refused}) {
+    EXPECT_TRUE(r->text_is_structured);
+    EXPECT_EQ(json::parse(DumpBody(*r)), r->body);
+    EXPECT_EQ(DumpBody(*r), DumpJson(r->body));
+  }
+  EXPECT_EQ(status.body["result"]["structuredContent"]["workspace"], "alpha");
+  EXPECT_EQ(refused.body["result"]["structuredContent"]["error"], "invalid_arguments");
+  EXPECT_FALSE(unknown.text_is_structured);
+  EXPECT_EQ(DumpBody(unknown), DumpJson(unknown.body));
+  EXPECT_EQ(json::parse(DumpBody(unknown))["error"]["code"], rpc::kInvalidParams);
 }
 
 TEST_F(McpServerTest, MissingScopeIsAToolError) {

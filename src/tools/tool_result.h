@@ -27,6 +27,7 @@ class ToolReply {
   static ToolReply Raw(nlohmann::json call_tool_result);
 
   bool is_error() const { return is_error_; }
+  bool is_raw() const { return raw_; }
   const nlohmann::json& body() const { return body_; }
   // The CallToolResult for the wire (takes the body: no copy of a large result).
   nlohmann::json ToCallToolResult() &&;

@@ -72,8 +72,11 @@ Accepts ParseAccept(const std::string* accept) {
   return out;
 }
 
-std::string SseEvent(const json& message) {
-  return "event: message\ndata: " + DumpJson(message) + "\n\n";
+std::string SseEvent(std::string_view json_text) {
+  std::string event = "event: message\ndata: ";
+  event += json_text;
+  event += "\n\n";
+  return event;
 }
 
 int StatusFor(Disposition d) {
@@ -376,11 +379,11 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     r.content_type = "text/event-stream";
     r.headers.emplace_back("Cache-Control", "no-cache");
     r.headers.emplace_back("X-Accel-Buffering", "no");
-    for (const json& n : mres.notifications) r.body += SseEvent(n);
-    r.body += SseEvent(mres.body);
+    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
+    r.body += SseEvent(DumpBody(mres));
   } else {
     r.content_type = "application/json";
-    r.body = DumpJson(mres.body);
+    r.body = DumpBody(mres);
   }
   return r;
 }

@@ -62,7 +62,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
       }
     }
     for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
-    if (!res.body.is_null()) out << DumpJson(res.body) << '\n';
+    if (!res.body.is_null()) out << DumpBody(res) << '\n';
     out.flush();
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
