@@ -336,6 +336,8 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
                                       {"first_contact", new_entity},
                                       {"drafting", drafter_note}});
     if (triage) proposal.triage_decision_id = triage->id;
+    std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
+    proposal.ledger_entry_id = ledger_id;
     action.decision_id = proposal.id;
     if (level == 1) action.due_at = now + config_.draft_expiry;
     if (level == 2) action.due_at = now + config_.undo_window;
@@ -354,10 +356,10 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
                    {"draft", action.draft},
                    {"urgent", urgent}};
     if (action.due_at) detail["due_at"] = FormatTime(*action.due_at);
-    auto led = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,
-                                 level == 0 ? "refused" : "proposed", provenance, detail);
+    auto led =
+        AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,
+                          level == 0 ? "refused" : "proposed", provenance, detail, ledger_id);
     if (!led.ok()) return led.status();
-    CORTEX_RETURN_IF_ERROR(tx.SetDecisionLedgerEntry(ws, proposal.id, *led));
     if (level == 3) {
       auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, "executed", provenance,
                                     {{"by", "trust level 3"}});

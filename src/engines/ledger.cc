@@ -12,46 +12,62 @@ namespace {
 constexpr char kGenesis[] = "0000000000000000000000000000000000000000000000000000000000000000";
 constexpr int kVerifyPage = 1000;
 
+// SHA-256 over prev_hash and the entry's canonical text: the JSON object of its fields as
+// nlohmann::json writes it (keys sorted, compact), which earlier builds hashed through a
+// nlohmann tree. It is written here member by member, keys in that order, with provenance
+// and detail given as their text (DumpJson's bytes are nlohmann's), so that an append
+// neither copies those trees nor serializes them twice.
+std::string HashOf(const LedgerEntry& e, const std::string& provenance_json,
+                   const std::string& detail_json) {
+  std::string text = e.prev_hash;
+  text += "\n{\"action_id\":";
+  text += DumpJson(e.action_id);
+  text += ",\"decision_id\":";
+  text += DumpJson(e.decision_id);
+  text += ",\"detail\":";
+  text += detail_json;
+  text += ",\"event\":";
+  text += DumpJson(e.event);
+  text += ",\"id\":";
+  text += DumpJson(e.id);
+  text += ",\"occurred_at\":";
+  text += std::to_string(ToUnixMillis(e.occurred_at));
+  text += ",\"provenance\":";
+  text += provenance_json;
+  text += ",\"seq\":";
+  text += std::to_string(e.seq);
+  text += ",\"workspace_id\":";
+  text += DumpJson(e.workspace_id);
+  text += '}';
+  return Sha256Hex(text);
+}
+
 }  // namespace
 
 std::string LedgerHash(const LedgerEntry& e) {
-  // nlohmann::json objects keep keys sorted, so their text is canonical; DumpJson writes
-  // the bytes nlohmann's dump() writes, so hashes made by either verify. Built member by
-  // member: an initializer list copies each value (the provenance and detail trees) twice.
-  nlohmann::json canonical = nlohmann::json::object();
-  canonical["id"] = e.id;
-  canonical["workspace_id"] = e.workspace_id;
-  canonical["seq"] = e.seq;
-  canonical["action_id"] = e.action_id;
-  canonical["decision_id"] = e.decision_id;
-  canonical["event"] = e.event;
-  canonical["occurred_at"] = ToUnixMillis(e.occurred_at);
-  canonical["provenance"] = e.provenance;
-  canonical["detail"] = e.detail;
-  return Sha256Hex(e.prev_hash + "\n" + DumpJson(canonical));
+  return HashOf(e, DumpJson(e.provenance), DumpJson(e.detail));
 }
 
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
                                       const std::string& action_id, const std::string& decision_id,
                                       const std::string& event, const nlohmann::json& provenance,
-                                      const nlohmann::json& detail) {
+                                      const nlohmann::json& detail, std::string id) {
   // The workspace's anchor holds the last entry's seq and hash: no need to load it.
   auto anchor = tx.LedgerAnchor(ws);
   if (!anchor.ok()) return anchor.status();
   auto [last_seq, last_hash] = *std::move(anchor);
   LedgerEntry e;
-  e.id = NewId("led_", clock);
+  e.id = id.empty() ? NewId("led_", clock) : std::move(id);
   e.workspace_id = ws;
   e.seq = last_seq + 1;
   e.action_id = action_id;
   e.decision_id = decision_id;
   e.event = event;
   e.occurred_at = clock.Now();
-  e.provenance = provenance;
-  e.detail = detail;
   e.prev_hash = last_seq > 0 ? last_hash : kGenesis;
-  e.hash = LedgerHash(e);
-  CORTEX_RETURN_IF_ERROR(tx.AppendLedger(e));
+  std::string provenance_json = DumpJson(provenance), detail_json = DumpJson(detail);
+  e.hash = HashOf(e, provenance_json, detail_json);
+  CORTEX_RETURN_IF_ERROR(tx.AppendLedger(e, provenance_json, detail_json));
   return e.id;
 }
 

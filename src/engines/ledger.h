@@ -10,12 +10,13 @@
 
 namespace cortex {
 
-// Appends an entry for `action_id` to the workspace's chain inside `tx` and returns its id.
+// Appends an entry for `action_id` to the workspace's chain inside `tx` and returns its id:
+// `id` if given (a decision inserted before the entry can name it), else a new one.
 // `provenance` is copied in as given (decision-time facts; reads need nothing else).
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
                                       const std::string& action_id, const std::string& decision_id,
                                       const std::string& event, const nlohmann::json& provenance,
-                                      const nlohmann::json& detail);
+                                      const nlohmann::json& detail, std::string id = {});
 
 // The hash of an entry: SHA-256 over prev_hash and the entry's canonical JSON.
 std::string LedgerHash(const LedgerEntry& e);

@@ -1018,14 +1018,6 @@ class SqlTx final : public WriteTx {
     return s.Bind(1, status).Bind(2, id).Bind(3, ws).Run();
   }
 
-  Status SetDecisionLedgerEntry(const std::string& ws, const std::string& id,
-                                const std::string& led) override {
-    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s =
-        c_.Prepare("UPDATE decisions SET ledger_entry_id = ? WHERE id = ? AND workspace_id = ?");
-    return s.Bind(1, led).Bind(2, id).Bind(3, ws).Run();
-  }
-
   Status InsertAction(const Action& a) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(a.workspace_id));
     Stmt s = c_.Prepare(
@@ -1098,7 +1090,8 @@ class SqlTx final : public WriteTx {
         .Run();
   }
 
-  Status AppendLedger(const LedgerEntry& e) override {
+  Status AppendLedger(const LedgerEntry& e, const std::string& provenance_json,
+                      const std::string& detail_json) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(e.workspace_id));
     Stmt s = c_.Prepare(
         "INSERT INTO ledger (id, workspace_id, seq, action_id, decision_id, event, occurred_at,"
@@ -1110,8 +1103,8 @@ class SqlTx final : public WriteTx {
                     .Bind(5, e.decision_id)
                     .Bind(6, e.event)
                     .Bind(7, e.occurred_at)
-                    .Bind(8, DumpJson(e.provenance))
-                    .Bind(9, DumpJson(e.detail))
+                    .Bind(8, provenance_json)
+                    .Bind(9, detail_json)
                     .Bind(10, e.prev_hash)
                     .Bind(11, e.hash)
                     .Run();

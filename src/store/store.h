@@ -151,8 +151,6 @@ class WriteTx : public ReadTx {
   virtual Status InsertNotification(const Notification& n) = 0;
   virtual Status SetDecisionStatus(const std::string& ws, const std::string& decision_id,
                                    const std::string& status) = 0;
-  virtual Status SetDecisionLedgerEntry(const std::string& ws, const std::string& decision_id,
-                                        const std::string& ledger_entry_id) = 0;
 
   virtual Status AddInferenceUnits(const std::string& ws, const std::string& token_id,
                                    const std::string& day, int64_t units) = 0;
@@ -171,9 +169,12 @@ class WriteTx : public ReadTx {
   virtual Status SetTrustStreak(const std::string& ws, const std::string& cls,
                                 const std::string& entity_id, const TrustStreak& s) = 0;
 
-  // Inserts the entry and moves the workspace's anchor to it.
+  // Inserts the entry, with its provenance and detail given as JSON text (the ledger engine
+  // has written them to hash the entry; e.provenance and e.detail are not read), and moves
+  // the workspace's anchor to it.
   // REQUIRES: e.seq, e.prev_hash and e.hash computed by the ledger engine.
-  virtual Status AppendLedger(const LedgerEntry& e) = 0;
+  virtual Status AppendLedger(const LedgerEntry& e, const std::string& provenance_json,
+                              const std::string& detail_json) = 0;
 
   virtual Status InsertOutbox(const OutboxItem& item) = 0;
   // Takes a lease on outbox row `seen` until `lease_until` if it is still pending, due at
