@@ -199,15 +199,20 @@ class Conn final : public SqlConn {
 
 // Makes commits durable by syncing the write-ahead log through a descriptor of its own.
 // The writer commits with synchronous=NORMAL (the log written, not synced), so the commit
-// and the sync are separate steps: a batch's leader commits, hands the writer to the next
-// batch, and only then waits for the sync, which covers every commit made before it (the
-// log is appended in order, and fdatasync flushes the file whichever descriptor wrote it).
-// With synchronous=FULL the sync ran inside COMMIT, and the next batch waited for it.
+// and the sync are separate steps: the writer commits and goes on to the next batch while
+// the sync, which covers every commit made before it (the log is appended in order, and
+// fdatasync flushes the file whichever descriptor wrote it), runs beside it. With
+// synchronous=FULL the sync ran inside COMMIT, and the next batch waited for it.
+//
+// A failed sync is final. Linux reports a write-back error once and marks the pages clean,
+// so a later sync that succeeds says nothing of them, and commits after the failure build
+// on data that may not be on disk: from then on every Sync() fails, and the store refuses
+// writes until it is reopened (PostgreSQL stops for the same reason). Syncs are serialized,
+// so an error is reported to the sync that covered the failed pages, not to a neighbour.
 class WriteAheadLog {
  public:
   ~WriteAheadLog() {
     if (fd_ >= 0) ::close(fd_);
-    for (int fd : retired_) ::close(fd);
   }
 
   // Opens the log at `path`, and syncs its directory once so that the file itself survives
@@ -217,52 +222,52 @@ class WriteAheadLog {
     path_ = path;
     CORTEX_RETURN_IF_ERROR(Reopen());
     int dir = ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (dir < 0) return Status::Internal("cannot open the directory of " + path);
-    int rc = ::fsync(dir);
-    ::close(dir);
-    if (rc != 0) return Status::Internal("cannot sync the directory of " + path);
+    int rc = dir < 0 ? -1 : ::fsync(dir);
+    int err = errno;
+    if (dir >= 0) ::close(dir);
+    if (rc != 0) return Error("cannot sync the directory of " + path, err);
     return Status::Ok();
   }
 
   // Every commit that returned before this call is on disk when it returns Ok.
   Status Sync() {
-    int fd;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      // SQLite keeps the log while a connection is open (it truncates, never replaces it);
-      // if it were ever replaced, syncing the old file would sync nothing of the new.
-      struct stat now, held;
-      if (::stat(path_.c_str(), &now) != 0 || ::fstat(fd_, &held) != 0 ||
-          now.st_ino != held.st_ino || now.st_dev != held.st_dev) {
-        CORTEX_RETURN_IF_ERROR(Reopen());
-      }
-      fd = fd_;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_.ok()) return failed_;
+    // SQLite keeps the log while a connection is open (it truncates, never replaces it);
+    // if it were ever replaced, syncing the old file would sync nothing of the new.
+    struct stat now, held;
+    if (::stat(path_.c_str(), &now) != 0 || ::fstat(fd_, &held) != 0 || now.st_ino != held.st_ino ||
+        now.st_dev != held.st_dev) {
+      failed_ = Reopen();
+      if (!failed_.ok()) return failed_;
     }
-    // Outside the lock: concurrent syncs overlap in the kernel. The descriptor stays open
-    // (a reopen keeps the old one until the store closes).
-    if (::fdatasync(fd) != 0) {
-      return Status::Internal("sqlite: cannot sync the write-ahead log: " +
-                              std::string(std::strerror(errno)));
-    }
-    return Status::Ok();
+    if (::fdatasync(fd_) != 0) failed_ = Error("cannot sync the write-ahead log", errno);
+    return failed_;
+  }
+
+  // The first failed sync's error, or Ok: after one, nothing more may be written.
+  Status Health() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failed_;
   }
 
  private:
+  static Status Error(const std::string& what, int err) {
+    return Status::Internal("sqlite: " + what + ": " + std::strerror(err));
+  }
+
   Status Reopen() {
     int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return Status::Internal("cannot open the write-ahead log " + path_ + ": " +
-                              std::strerror(errno));
-    }
-    if (fd_ >= 0) retired_.push_back(fd_);
+    if (fd < 0) return Error("cannot open the write-ahead log " + path_, errno);
+    if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
     return Status::Ok();
   }
 
-  std::mutex mu_;
+  std::mutex mu_;  // held across each sync
   std::string path_;
   int fd_ = -1;
-  std::vector<int> retired_;  // replaced descriptors, closed with the store: a sync may use one
+  Status failed_;  // the first failed sync's error
 };
 
 class SqliteStore final : public Store {
@@ -363,6 +368,11 @@ class SqliteStore final : public Store {
       batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       lock.unlock();
+      if (Status health = wal_.Health(); !health.ok()) {  // see WriteAheadLog
+        lock.lock();
+        Acknowledge(batch, health);
+        continue;
+      }
       bool committed = false;
       try {
         committed = RunBatch(batch);

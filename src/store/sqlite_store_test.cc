@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -115,6 +116,23 @@ TEST(GroupCommitTest, TheWriteAheadLogIsCheckpointed) {
   auto wal_bytes = std::filesystem::file_size(store.location() + "/cortex.db-wal");
   EXPECT_LT(wal_bytes, 24u << 20) << "12,000 pages were written; the log kept them all";
   EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kWrites));
+}
+
+// A write is answered only once the log is synced, and a failed sync is final: a write it
+// covered fails, and so does every write after it (its commits may rest on pages that never
+// reached the disk). Here the log cannot be synced because its file is gone.
+TEST(GroupCommitTest, NoWriteIsAcknowledgedOnceTheLogCannotBeSynced) {
+  testing::TempStore store;
+  if (store.is_postgres()) GTEST_SKIP() << "SQLite's write-ahead log";
+  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(0)); }).ok());
+  std::filesystem::remove(store.location() + "/cortex.db-wal");
+  for (int n = 1; n <= 3; ++n) {
+    Status st = store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); });
+    EXPECT_EQ(st.code(), Code::kInternal) << "write " << n;
+    EXPECT_NE(st.message().find("write-ahead log"), std::string::npos) << st.message();
+    // A file at the log's path again: it could be synced, but the failure stands.
+    std::ofstream(store.location() + "/cortex.db-wal").put('x');
+  }
 }
 
 // A write that changes many existing pages (its savepoint's journal outgrows memory and

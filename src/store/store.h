@@ -220,7 +220,8 @@ class Store {
   };
 
   // Runs `fn` in one write transaction: committed iff `fn` returns OK, rolled back entirely
-  // otherwise. Thread-safe.
+  // otherwise. Thread-safe. `fn` may run on another thread (SQLite's writer thread), so it
+  // must not rely on the caller's thread-local state.
   virtual Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) = 0;
   Status Write(const std::function<Status(WriteTx&)>& fn) { return Write(fn, Durability::kSynced); }
 
