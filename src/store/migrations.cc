@@ -271,6 +271,15 @@ CREATE INDEX episodes_blocks ON episodes(workspace_id, occurred_at, ends_at)
   WHERE kind = 'calendar_block';
 DROP INDEX episodes_by_kind;
 )sql"},
+      {9, "the workspace counts its entities and episodes", R"sql(
+-- workspace.status counted them on every call, in time proportional to the world (12 ms
+-- at 10^5 episodes). Inserts now add to these counts; nothing deletes either.
+ALTER TABLE workspaces ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workspaces ADD COLUMN episode_count INTEGER NOT NULL DEFAULT 0;
+UPDATE workspaces SET
+  entity_count = (SELECT count(*) FROM entities WHERE entities.workspace_id = workspaces.id),
+  episode_count = (SELECT count(*) FROM episodes WHERE episodes.workspace_id = workspaces.id);
+)sql"},
   };
   return kMigrations;
 }

@@ -247,7 +247,9 @@ class PgStore final : public Store {
                            CORTEX_RETURN_IF_ERROR(c.Guard(
                                [&] { c.tx().exec("SET LOCAL synchronous_commit TO OFF"); }));
                          }
-                         return fn(*NewSqlTx(c));
+                         std::unique_ptr<SqlWriteTx> tx = NewSqlTx(c);
+                         CORTEX_RETURN_IF_ERROR(fn(*tx));
+                         return tx->FinishWrite();
                        },
                        /*slot=*/durability != Durability::kRelaxed);
   }

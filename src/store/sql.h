@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "store/model.h"
+#include "store/store.h"
 
 namespace cortex {
 
@@ -118,9 +119,16 @@ class SqlConn {
   virtual StableRows* Stable() { return nullptr; }
 };
 
-class WriteTx;
-// The ReadTx/WriteTx methods, in SQL, over `conn` (sql_tx.cc).
-std::unique_ptr<WriteTx> NewSqlTx(SqlConn& conn);
+// The ReadTx/WriteTx methods, in SQL, over `conn` (sql_tx.cc), for one write function (or
+// one read). A write keeps the workspace's entity and episode counts back until
+// FinishWrite(), so a batch of 10,000 lines updates the workspace row once: the store calls
+// it after the function succeeded and before committing (or releasing its savepoint), and
+// drops the tx unfinished when the function failed.
+class SqlWriteTx : public WriteTx {
+ public:
+  virtual Status FinishWrite() = 0;
+};
+std::unique_ptr<SqlWriteTx> NewSqlTx(SqlConn& conn);
 
 // The look-ups triage runs for every message, named so that the query-plan test checks
 // the very statements that run (sqlite_store_test.cc): each must read an index alone.

@@ -5,6 +5,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/json_text.h"
 #include "core/time.h"
@@ -68,9 +69,20 @@ const std::string& ActiveBlock() {
 
 namespace {
 
-class SqlTx final : public WriteTx {
+class SqlTx final : public SqlWriteTx {
  public:
   explicit SqlTx(SqlConn& c) : c_(c) {}
+
+  Status FinishWrite() override {
+    for (const auto& [ws, n] : uncounted_) {
+      Stmt s = c_.Prepare(
+          "UPDATE workspaces SET entity_count = entity_count + ?,"
+          " episode_count = episode_count + ? WHERE id = ?");
+      CORTEX_RETURN_IF_ERROR(s.Bind(1, n.entities).Bind(2, n.episodes).Bind(3, ws).Run());
+    }
+    uncounted_.clear();
+    return Status::Ok();
+  }
 
   // --- reads ---
 
@@ -169,14 +181,21 @@ class SqlTx final : public WriteTx {
 
   Result<WorldCounts> CountWorld(const std::string& ws) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    // Entities and episodes are counted as they are inserted (counting them here took
+    // time in proportion to the world: 12 ms at 10^5 episodes).
     Stmt s = c_.Prepare(
-        "SELECT (SELECT count(*) FROM entities WHERE workspace_id = ?1),"
-        "       (SELECT count(*) FROM episodes WHERE workspace_id = ?1),"
-        "       (SELECT count(*) FROM tokens WHERE workspace_id = ?1 AND revoked_at IS NULL)");
+        "SELECT entity_count, episode_count,"
+        " (SELECT count(*) FROM tokens WHERE workspace_id = ?1 AND revoked_at IS NULL)"
+        " FROM workspaces WHERE id = ?1");
     s.Bind(1, ws);
     Status st;
-    if (!s.Step(&st)) return st.ok() ? Status::Internal("count returned no row") : st;
-    return WorldCounts{s.Int(0), s.Int(1), s.Int(2)};
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no workspace " + ws) : st;
+    WorldCounts counts{s.Int(0), s.Int(1), s.Int(2)};
+    if (auto it = uncounted_.find(ws); it != uncounted_.end()) {
+      counts.entities += it->second.entities;
+      counts.episodes += it->second.episodes;
+    }
+    return counts;
   }
 
   Result<Episode> GetEpisode(const std::string& ws, const std::string& id) override {
@@ -443,6 +462,7 @@ class SqlTx final : public WriteTx {
                                .Bind(4, e.name)
                                .Bind(5, e.created_at)
                                .Run());
+    ++uncounted_[e.workspace_id].entities;
     for (const std::string& ident : e.identifiers) {
       CORTEX_RETURN_IF_ERROR(AddEntityIdentifier(e.workspace_id, e.id, ident));
     }
@@ -484,21 +504,23 @@ class SqlTx final : public WriteTx {
         "INSERT INTO episodes (id, workspace_id, kind, occurred_at, ends_at, entity_id, "
         "channel, subject, summary, body, thread, external_id, world_version, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    return s.Bind(1, e.id)
-        .Bind(2, e.workspace_id)
-        .Bind(3, e.kind)
-        .Bind(4, e.occurred_at)
-        .Bind(5, e.ends_at)
-        .Bind(6, e.entity_id)
-        .Bind(7, e.channel)
-        .Bind(8, e.subject)
-        .Bind(9, e.summary)
-        .Bind(10, e.body)
-        .Bind(11, e.thread)
-        .Bind(12, e.external_id)
-        .Bind(13, e.world_version)
-        .Bind(14, e.created_at)
-        .Run();
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, e.id)
+                               .Bind(2, e.workspace_id)
+                               .Bind(3, e.kind)
+                               .Bind(4, e.occurred_at)
+                               .Bind(5, e.ends_at)
+                               .Bind(6, e.entity_id)
+                               .Bind(7, e.channel)
+                               .Bind(8, e.subject)
+                               .Bind(9, e.summary)
+                               .Bind(10, e.body)
+                               .Bind(11, e.thread)
+                               .Bind(12, e.external_id)
+                               .Bind(13, e.world_version)
+                               .Bind(14, e.created_at)
+                               .Run());
+    ++uncounted_[e.workspace_id].episodes;
+    return Status::Ok();
   }
 
   Status SetSettings(const std::string& ws, const WorkspaceSettings& settings) override {
@@ -1208,10 +1230,16 @@ class SqlTx final : public WriteTx {
   }
 
   SqlConn& c_;
+  // Inserted by this write and not yet added to the workspace row (FinishWrite).
+  struct Uncounted {
+    int64_t entities = 0;
+    int64_t episodes = 0;
+  };
+  std::unordered_map<std::string, Uncounted> uncounted_;
 };
 
 }  // namespace
 
-std::unique_ptr<WriteTx> NewSqlTx(SqlConn& conn) { return std::make_unique<SqlTx>(conn); }
+std::unique_ptr<SqlWriteTx> NewSqlTx(SqlConn& conn) { return std::make_unique<SqlTx>(conn); }
 
 }  // namespace cortex

@@ -379,6 +379,7 @@ class SqliteStore final : public Store {
       } catch (...) {
         // Only SQLite's own statements can throw here (out of memory): never leave the
         // writer inside a transaction.
+        std::lock_guard<std::mutex> write_lock(write_mu_);
         (void)writer_->Exec("ROLLBACK");
         for (PendingWrite* w : batch) {
           if (w->result.ok()) w->result = Status::Internal("write failed");
@@ -433,13 +434,14 @@ class SqliteStore final : public Store {
       for (PendingWrite* w : batch) w->result = begin;
       return false;
     }
-    std::unique_ptr<WriteTx> tx = NewSqlTx(*writer_);
     for (size_t i = 0; i < batch.size(); ++i) {
       PendingWrite* w = batch[i];
       Status sp = writer_->Run("SAVEPOINT w");
       if (sp.ok()) {
         try {
+          std::unique_ptr<SqlWriteTx> tx = NewSqlTx(*writer_);
           w->result = (*w->fn)(*tx);
+          if (w->result.ok()) w->result = tx->FinishWrite();
         } catch (...) {
           w->error = std::current_exception();
           w->result = Status::Internal("write failed");

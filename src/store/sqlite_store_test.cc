@@ -171,6 +171,92 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
   EXPECT_EQ(CountWorkspaces(*store), static_cast<size_t>(kRows + 4));
 }
 
+WorldCounts CountsOf(Store& store, const std::string& ws) {
+  WorldCounts c{-1, -1, -1};
+  EXPECT_TRUE(store
+                  .Read([&](ReadTx& tx) -> Status {
+                    auto counts = tx.CountWorld(ws);
+                    if (!counts.ok()) return counts.status();
+                    c = *counts;
+                    return Status::Ok();
+                  })
+                  .ok());
+  return c;
+}
+
+// workspace.status reads counts kept as entities and episodes are inserted. Each
+// committed insert counts once, in its own workspace; a write that fails or throws after
+// inserting counts nothing, even when it shares a commit with writes that succeed; a write
+// sees its own inserts counted; and a database from before the counts (migration 9) gets
+// them computed when it is opened.
+TEST(WorldCountsTest, EveryCommittedInsertCountsOnceInItsWorkspace) {
+  testing::TempStore store;
+  for (int w : {0, 1}) {
+    ASSERT_TRUE(
+        store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(w)); }).ok());
+  }
+  TimePoint t = *ParseTime("2026-06-10T09:00:00Z");
+  constexpr int kThreads = 6, kEach = 30;
+  std::atomic<int> committed[2] = {0, 0};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int i = 0; i < kEach; ++i) {
+        int n = th * kEach + i, w = n % 2;
+        std::string ws = MakeWorkspace(w).id, suffix = std::to_string(n);
+        try {
+          Status st = store->Write([&](WriteTx& tx) -> Status {
+            auto before = tx.CountWorld(ws);
+            if (!before.ok()) return before.status();
+            Entity e{"entity_" + suffix, ws, "person", "P" + suffix, {}, {}, t};
+            CORTEX_RETURN_IF_ERROR(tx.InsertEntity(e));
+            for (int k = 0; k < 2; ++k) {
+              Episode ep;
+              ep.id = "ep_" + suffix + "_" + std::to_string(k);
+              ep.workspace_id = ws;
+              ep.kind = "message_received";
+              ep.occurred_at = t;
+              ep.entity_id = e.id;
+              ep.channel = "email";
+              ep.summary = "hello";
+              ep.world_version = "wv_0";
+              ep.created_at = t;
+              CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(ep));
+            }
+            auto after = tx.CountWorld(ws);
+            if (!after.ok()) return after.status();
+            EXPECT_EQ(after->entities, before->entities + 1);
+            EXPECT_EQ(after->episodes, before->episodes + 2);
+            if (n % 5 == 0) return Status::InvalidArgument("refused");
+            if (n % 7 == 0) throw std::runtime_error("boom");
+            return Status::Ok();
+          });
+          if (st.ok()) committed[w]++;
+        } catch (const std::runtime_error&) {
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int w : {0, 1}) {
+    ASSERT_GT(committed[w], 0);
+    WorldCounts c = CountsOf(*store, MakeWorkspace(w).id);
+    EXPECT_EQ(c.entities, committed[w]) << "workspace " << w;
+    EXPECT_EQ(c.episodes, 2 * committed[w]) << "workspace " << w;
+  }
+  // A database migrated before the counts existed: opening it computes them.
+  store.ExecRaw(
+      "ALTER TABLE workspaces DROP COLUMN entity_count;"
+      "ALTER TABLE workspaces DROP COLUMN episode_count;"
+      "DELETE FROM schema_migrations WHERE number = 9;");
+  store.Reopen();
+  for (int w : {0, 1}) {
+    WorldCounts c = CountsOf(*store, MakeWorkspace(w).id);
+    EXPECT_EQ(c.entities, committed[w]) << "workspace " << w;
+    EXPECT_EQ(c.episodes, 2 * committed[w]) << "workspace " << w;
+  }
+}
+
 // A read-only request's reads share one snapshot: what commits meanwhile (here from another
 // thread) is seen only once the scope ends. Nested scopes end with the outermost; a second
 // store's scope on the same thread is ignored, and that store's reads stay their own.
