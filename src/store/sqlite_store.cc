@@ -21,6 +21,7 @@
 #include "core/time.h"
 #include "store/migrations.h"
 #include "store/sql.h"
+#include "store/sqlite_vfs.h"
 #include "store/store.h"
 
 namespace cortex {
@@ -30,11 +31,12 @@ constexpr int kBusyTimeoutMs = 5000;  // another process (e.g. `cortex ingest`) 
 constexpr size_t kMaxReaders = 8;
 // Each write of a group commit runs in a savepoint, whose statement journal (the pages it
 // changed, for a rollback) SQLite keeps in memory up to this size and then spills to a temp
-// file. At its default, 64 KiB, most action.communicate calls created and deleted a file;
-// at 120 KiB few do, while a 10,000-line ingest still spills rather than hold hundreds of
-// MiB. It must stay under 128 KiB: the spill writes the memory in one write, and SQLite's
-// unix VFS takes at most 128 KiB - 1 bytes per write (larger thresholds fail, SQLITE_FULL).
-constexpr int kStatementJournalSpillBytes = 120 << 10;
+// file, two writes per page. An action.communicate changes 30-45 pages (120-185 KiB): at
+// the default, 64 KiB, most calls created and deleted a file. At 512 KiB none does, while
+// a 10,000-line ingest still spills rather than hold hundreds of MiB. The spill writes the
+// memory in one write, which the writer's VFS splits (store/sqlite_vfs.h): SQLite's unix
+// VFS takes at most 128 KiB - 1 bytes per write.
+constexpr int kStatementJournalSpillBytes = 512 << 10;
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {
@@ -92,7 +94,10 @@ class Conn final : public SqlConn {
     auto c = std::make_unique<Conn>();
     int flags = SQLITE_OPEN_NOMUTEX |
                 (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    if (sqlite3_open_v2(path.c_str(), &c->db_, flags, nullptr) != SQLITE_OK) {
+    // The writer writes the log through a VFS that sends a commit's frames in one write
+    // (store/sqlite_vfs.h); readers never write it.
+    const char* vfs = readonly ? nullptr : CoalescingWalVfs();
+    if (sqlite3_open_v2(path.c_str(), &c->db_, flags, vfs) != SQLITE_OK) {
       return Status::Internal("cannot open " + path + ": " +
                               (c->db_ ? sqlite3_errmsg(c->db_) : "out of memory"));
     }
