@@ -109,9 +109,15 @@ class Conn final : public SqlConn {
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
     // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
     // speed and cost resident memory (bench/README.md).
+    // The writer checkpoints the log into the database once it holds 4,000 pages (16 MiB),
+    // not SQLite's 1,000: a checkpoint writes each page once however often the log has it,
+    // and the pages every write touches (index roots, the newest leaves, the workspace row)
+    // are most of the log. action.communicate at 32 connections: +18%, for a longer pause
+    // at each checkpoint (p99 35 -> 60 ms; docs/performance.md).
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
+                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
+                                     "PRAGMA wal_autocheckpoint=4000;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
     return c;
   }
