@@ -447,7 +447,12 @@ class SqliteStore final : public Store {
     }
     for (size_t i = 0; i < batch.size(); ++i) {
       PendingWrite* w = batch[i];
-      Status sp = writer_->Run("SAVEPOINT w");
+      // Each write runs in a savepoint, so that one failing undoes only itself; but a
+      // savepoint keeps a copy of every page it changes (a 10,000-line ingest: thousands,
+      // spilled to a temp file), and the first write has nothing before it to keep. It runs
+      // in the bare transaction, which is rolled back and begun again if it fails.
+      const bool first = i == 0;
+      Status sp = first ? Status::Ok() : writer_->Run("SAVEPOINT w");
       if (sp.ok()) {
         try {
           std::unique_ptr<SqlWriteTx> tx = NewSqlTx(*writer_);
@@ -468,6 +473,16 @@ class SqliteStore final : public Store {
           if (j > i || batch[j]->result.ok()) batch[j]->result = gone;
         }
         return false;
+      }
+      if (first) {
+        if (w->result.ok()) continue;
+        (void)writer_->Run("ROLLBACK");
+        if (batch.size() == 1) return false;  // nothing to commit
+        if (Status again = writer_->Run("BEGIN IMMEDIATE"); !again.ok()) {
+          for (size_t j = 1; j < batch.size(); ++j) batch[j]->result = again;
+          return false;
+        }
+        continue;
       }
       if (w->result.ok()) w->result = writer_->Run("RELEASE w");
       if (!w->result.ok()) {
