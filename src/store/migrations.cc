@@ -274,6 +274,8 @@ DROP INDEX episodes_by_kind;
       {9, "the workspace counts its entities and episodes", R"sql(
 -- workspace.status counted them on every call, in time proportional to the world (12 ms
 -- at 10^5 episodes). Inserts now add to these counts; nothing deletes either.
+-- Needs every instance stopped while it runs: an instance of an earlier version would go
+-- on inserting without counting.
 ALTER TABLE workspaces ADD COLUMN entity_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workspaces ADD COLUMN episode_count INTEGER NOT NULL DEFAULT 0;
 UPDATE workspaces SET

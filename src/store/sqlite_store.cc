@@ -29,13 +29,13 @@ namespace {
 
 constexpr int kBusyTimeoutMs = 5000;  // another process (e.g. `cortex ingest`) holds the lock
 constexpr size_t kMaxReaders = 8;
-// Each write of a group commit runs in a savepoint, whose statement journal (the pages it
-// changed, for a rollback) SQLite keeps in memory up to this size and then spills to a temp
-// file, two writes per page. An action.communicate changes 30-45 pages (120-185 KiB): at
-// the default, 64 KiB, most calls created and deleted a file. At 512 KiB none does, while
-// a 10,000-line ingest still spills rather than hold hundreds of MiB. The spill writes the
-// memory in one write, which the writer's VFS splits (store/sqlite_vfs.h): SQLite's unix
-// VFS takes at most 128 KiB - 1 bytes per write.
+// Each write of a group commit but the first runs in a savepoint, whose statement journal
+// (the pages it changed, for a rollback) SQLite keeps in memory up to this size and then
+// spills to a temp file, two writes per page. An action.communicate changes 30-45 pages
+// (120-185 KiB): at the default, 64 KiB, most calls created and deleted a file. At 512 KiB
+// none does, while a 10,000-line ingest behind another write still spills rather than hold
+// hundreds of MiB. The spill writes the memory in one write, which the writer's VFS splits
+// (store/sqlite_vfs.h): SQLite's unix VFS takes at most 128 KiB - 1 bytes per write.
 constexpr int kStatementJournalSpillBytes = 512 << 10;
 
 // A prepared SQLite statement: bound and stepped in place.
@@ -101,9 +101,11 @@ class Conn final : public SqlConn {
       return Status::Internal("cannot open " + path + ": " +
                               (c->db_ ? sqlite3_errmsg(c->db_) : "out of memory"));
     }
+    if (vfs != nullptr) DropUncommittedFramesOnRollback(c->db_);
     sqlite3_busy_timeout(c->db_, kBusyTimeoutMs);
     sqlite3_extended_result_codes(c->db_, 1);
-    // WAL: readers never block the writer nor wait for it. synchronous=NORMAL: a commit
+    // WAL: readers never block the writer nor wait for it. synchronous=NORMAL (which the
+    // writer's VFS requires): a commit
     // writes the log without syncing it; SqliteStore syncs the log itself (WriteAheadLog)
     // before any write is acknowledged, outside the writer's critical section.
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
@@ -322,7 +324,8 @@ class SqliteStore final : public Store {
 
   // Group commit on two threads of the store's own. Callers queue their functions and
   // wait. The writer thread runs whatever is queued as one batch, in one transaction (each
-  // function inside its own savepoint, so one failing rolls back only itself), commits it
+  // function but the first inside its own savepoint, so one failing rolls back only
+  // itself; see RunBatch), commits it
   // and goes straight on to the next batch; the sync thread makes the commits durable (one
   // fdatasync covers every batch committed before it) and only then are their callers
   // answered. So the disk's flush never holds up the next batch, and no caller hears of a
@@ -450,7 +453,9 @@ class SqliteStore final : public Store {
       // Each write runs in a savepoint, so that one failing undoes only itself; but a
       // savepoint keeps a copy of every page it changes (a 10,000-line ingest: thousands,
       // spilled to a temp file), and the first write has nothing before it to keep. It runs
-      // in the bare transaction, which is rolled back and begun again if it fails.
+      // in the bare transaction, which is rolled back and begun again if it fails (the
+      // write lock is let go in between: another process may take it first, and the rest
+      // of the batch then waits for it as any write would, up to the busy timeout).
       const bool first = i == 0;
       Status sp = first ? Status::Ok() : writer_->Run("SAVEPOINT w");
       if (sp.ok()) {

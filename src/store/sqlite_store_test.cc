@@ -135,8 +135,9 @@ TEST(GroupCommitTest, NoWriteIsAcknowledgedOnceTheLogCannotBeSynced) {
   }
 }
 
-// A write that changes many existing pages (its savepoint's journal outgrows memory and
-// spills to a temp file) commits like any other, alone or beside small writes.
+// A write that changes many existing pages (a megabyte to keep for a rollback: when it is
+// not first in its batch, its savepoint's journal outgrows memory and spills to a temp file
+// in writes the VFS splits) commits like any other, alone or beside small writes.
 TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
   testing::TempStore store;
   constexpr int kRows = 2000;

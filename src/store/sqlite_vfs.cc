@@ -5,15 +5,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <new>
 #include <string>
 
 namespace cortex {
 namespace {
 
 constexpr int kFrameHeaderBytes = 24;
-// The unix VFS writes at most 128 KiB - 1 bytes per call (it masks the length with
-// 0x1ffff, and a multiple of 128 KiB fails as SQLITE_FULL): held frames go out in pieces
-// no bigger, ~31 frames of 4 KiB each.
+// The unix VFS masks a write's length with 0x1ffff: a write of 128 KiB or more writes only
+// its low 17 bits' worth, then fails as SQLITE_FULL. Held frames go out in one write of at
+// most this (~31 frames of 4 KiB), and longer writes to other files are split.
 constexpr size_t kMaxWrite = 0x1ffff;
 
 sqlite3_vfs* g_base = nullptr;  // the default VFS, which does all the real work
@@ -28,33 +30,41 @@ struct Held {
   bool commit_header = false;  // the last bytes held are a commit frame's header
 };
 
-// A WAL file: ours first (SQLite sees `base`), the default VFS's file after it.
-struct WalFile {
+// A file of ours: `base` first (what SQLite sees), the default VFS's file after it. `held`
+// is set for a WAL only; other files only have their long writes split.
+struct File {
   sqlite3_file base;
   sqlite3_file* real;
   Held* held;
 };
-constexpr size_t kRealOffset = (sizeof(WalFile) + alignof(std::max_align_t) - 1) /
+constexpr size_t kRealOffset = (sizeof(File) + alignof(std::max_align_t) - 1) /
                                alignof(std::max_align_t) * alignof(std::max_align_t);
 
-WalFile* Wal(sqlite3_file* f) { return reinterpret_cast<WalFile*>(f); }
-const sqlite3_io_methods* Real(sqlite3_file* f) { return Wal(f)->real->pMethods; }
+File* Ours(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
+sqlite3_file* RealFile(sqlite3_file* f) { return Ours(f)->real; }
+const sqlite3_io_methods* Real(sqlite3_file* f) { return RealFile(f)->pMethods; }
 
-// Writes what is held. On failure what was held is dropped: it was the current
-// transaction's own frames, and the error fails that transaction.
-int Flush(WalFile* f) {
-  if (f->held == nullptr) return SQLITE_OK;
-  Held& h = *f->held;
+// Writes `n` bytes at `off` in pieces the default VFS accepts.
+int WriteThrough(sqlite3_file* real, const char* p, size_t n, sqlite3_int64 off) {
   int rc = SQLITE_OK;
-  for (size_t done = 0; done < h.bytes.size() && rc == SQLITE_OK;) {
-    size_t n = std::min(kMaxWrite, h.bytes.size() - done);
-    rc = f->real->pMethods->xWrite(f->real, h.bytes.data() + done, static_cast<int>(n),
-                                   h.start + static_cast<sqlite3_int64>(done));
-    done += n;
+  for (size_t done = 0; done < n && rc == SQLITE_OK;) {
+    size_t piece = std::min(kMaxWrite, n - done);
+    rc = real->pMethods->xWrite(real, p + done, static_cast<int>(piece),
+                                off + static_cast<sqlite3_int64>(done));
+    done += piece;
   }
-  h.bytes.clear();
-  h.commit_header = false;
-  if (rc != SQLITE_OK) h.next = -1;  // hold nothing more until the log starts again
+  return rc;
+}
+
+// Writes what is held. On failure it stays held, to be written again in order by the next
+// flush: SQLite goes on as if it had been written until its transaction ends. A rollback
+// forgets it (OnRollback); a commit needs its commit frame written, and if that flush fails
+// the commit fails and what is held is dropped (Write).
+int Flush(File* f) {
+  if (f->held == nullptr || f->held->bytes.empty()) return SQLITE_OK;
+  Held& h = *f->held;
+  int rc = WriteThrough(f->real, h.bytes.data(), h.bytes.size(), h.start);
+  if (rc == SQLITE_OK) h.bytes.clear();
   return rc;
 }
 
@@ -65,48 +75,49 @@ bool IsCommitFrameHeader(const void* buf, int n) {
   return (b[4] | b[5] | b[6] | b[7]) != 0;
 }
 
-// A statement journal's write: SQLite writes one whose memory outgrew the spill threshold
-// in one piece, which the unix VFS cannot take past 128 KiB - 1 bytes. Split.
-int SplitWrite(WalFile* f, const void* buf, int n, sqlite3_int64 off) {
+int Write(sqlite3_file* file, const void* buf, int n, sqlite3_int64 off) {
+  File* f = Ours(file);
   const char* p = static_cast<const char*>(buf);
-  int rc = SQLITE_OK;
-  for (int done = 0; done < n && rc == SQLITE_OK;) {
-    int piece = std::min(static_cast<int>(kMaxWrite), n - done);
-    rc = f->real->pMethods->xWrite(f->real, p + done, piece, off + done);
-    done += piece;
-  }
-  return rc;
-}
-
-int WalWrite(sqlite3_file* file, const void* buf, int n, sqlite3_int64 off) {
-  WalFile* f = Wal(file);
-  if (f->held == nullptr) return SplitWrite(f, buf, n, off);
+  if (f->held == nullptr) return WriteThrough(f->real, p, static_cast<size_t>(n), off);
   Held& h = *f->held;
   if (off == 0) {  // the log's header: a new log begins at the start of the file
     int rc = Flush(f);
-    if (rc == SQLITE_OK) rc = Real(file)->xWrite(f->real, buf, n, off);
+    if (rc == SQLITE_OK) rc = WriteThrough(f->real, p, static_cast<size_t>(n), off);
     h.next = rc == SQLITE_OK ? n : -1;
+    h.commit_header = false;
     return rc;
   }
   if (h.next < 0 || off != h.next) {
     // Not an append: a frame of this transaction rewritten in place. Written through, after
     // what is held, so writes reach the file in SQLite's order.
     int rc = Flush(f);
-    return rc == SQLITE_OK ? Real(file)->xWrite(f->real, buf, n, off) : rc;
+    return rc == SQLITE_OK ? WriteThrough(f->real, p, static_cast<size_t>(n), off) : rc;
   }
-  bool completes_commit = h.commit_header;  // this is the commit frame's page
+  const bool completes_commit = h.commit_header;  // this is the commit frame's page
   if (h.bytes.size() + static_cast<size_t>(n) > kMaxWrite) {
     if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   }
-  if (h.bytes.empty()) h.start = off;
-  h.bytes.append(static_cast<const char*>(buf), static_cast<size_t>(n));
+  try {
+    if (h.bytes.empty()) h.start = off;
+    h.bytes.append(p, static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    return SQLITE_IOERR_NOMEM;
+  }
   h.next = off + n;
   h.commit_header = IsCommitFrameHeader(buf, n);
-  return completes_commit ? Flush(f) : SQLITE_OK;
+  if (!completes_commit) return SQLITE_OK;
+  int rc = Flush(f);
+  if (rc != SQLITE_OK) {
+    // The commit failed, and SQLite rolls the transaction back: its frames, commit frame
+    // included, must not reach the file later and make it durable after a crash.
+    h.bytes.clear();
+    h.next = -1;
+  }
+  return rc;
 }
 
-int WalClose(sqlite3_file* file) {
-  WalFile* f = Wal(file);
+int Close(sqlite3_file* file) {
+  File* f = Ours(file);
   int rc = Flush(f);
   int closed = Real(file)->xClose(f->real);
   delete f->held;
@@ -114,104 +125,138 @@ int WalClose(sqlite3_file* file) {
   return rc == SQLITE_OK ? closed : rc;
 }
 
-int WalRead(sqlite3_file* file, void* buf, int n, sqlite3_int64 off) {
-  int rc = Flush(Wal(file));
-  return rc == SQLITE_OK ? Real(file)->xRead(Wal(file)->real, buf, n, off) : rc;
+// Reads are served from what is held where they fall in it (SQLite reads back frames it
+// spilled), from the file where they do not, so a read never has to write.
+int Read(sqlite3_file* file, void* buf, int n, sqlite3_int64 off) {
+  File* f = Ours(file);
+  if (f->held != nullptr && !f->held->bytes.empty()) {
+    const Held& h = *f->held;
+    const sqlite3_int64 end = h.start + static_cast<sqlite3_int64>(h.bytes.size());
+    if (off >= h.start && off + n <= end) {
+      std::memcpy(buf, h.bytes.data() + (off - h.start), static_cast<size_t>(n));
+      return SQLITE_OK;
+    }
+    if (off < end && off + n > h.start) {  // partly held: not a read SQLite makes
+      if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+    }
+  }
+  return Real(file)->xRead(f->real, buf, n, off);
 }
 
-int WalTruncate(sqlite3_file* file, sqlite3_int64 size) {
-  int rc = Flush(Wal(file));
-  if (Wal(file)->held != nullptr) Wal(file)->held->next = -1;
-  return rc == SQLITE_OK ? Real(file)->xTruncate(Wal(file)->real, size) : rc;
+int Truncate(sqlite3_file* file, sqlite3_int64 size) {
+  File* f = Ours(file);
+  int rc = Flush(f);
+  if (f->held != nullptr) f->held->next = -1;
+  return rc == SQLITE_OK ? Real(file)->xTruncate(f->real, size) : rc;
 }
 
-int WalSync(sqlite3_file* file, int flags) {
-  int rc = Flush(Wal(file));
-  return rc == SQLITE_OK ? Real(file)->xSync(Wal(file)->real, flags) : rc;
+int Sync(sqlite3_file* file, int flags) {
+  int rc = Flush(Ours(file));
+  return rc == SQLITE_OK ? Real(file)->xSync(RealFile(file), flags) : rc;
 }
 
-int WalFileSize(sqlite3_file* file, sqlite3_int64* size) {
-  int rc = Flush(Wal(file));
-  return rc == SQLITE_OK ? Real(file)->xFileSize(Wal(file)->real, size) : rc;
+int FileSize(sqlite3_file* file, sqlite3_int64* size) {
+  int rc = Flush(Ours(file));
+  return rc == SQLITE_OK ? Real(file)->xFileSize(RealFile(file), size) : rc;
 }
 
-int WalFileControl(sqlite3_file* file, int op, void* arg) {
-  int rc = Flush(Wal(file));
-  return rc == SQLITE_OK ? Real(file)->xFileControl(Wal(file)->real, op, arg) : rc;
+int FileControl(sqlite3_file* file, int op, void* arg) {
+  int rc = Flush(Ours(file));
+  return rc == SQLITE_OK ? Real(file)->xFileControl(RealFile(file), op, arg) : rc;
 }
 
-int WalFetch(sqlite3_file* file, sqlite3_int64 off, int n, void** out) {
+int Fetch(sqlite3_file* file, sqlite3_int64 off, int n, void** out) {
   *out = nullptr;
-  int rc = Flush(Wal(file));
+  int rc = Flush(Ours(file));
   if (rc != SQLITE_OK || Real(file)->iVersion < 3) return rc;
-  return Real(file)->xFetch(Wal(file)->real, off, n, out);
+  return Real(file)->xFetch(RealFile(file), off, n, out);
 }
 
 // The rest passes straight through.
-int WalLock(sqlite3_file* f, int lock) { return Real(f)->xLock(Wal(f)->real, lock); }
-int WalUnlock(sqlite3_file* f, int lock) { return Real(f)->xUnlock(Wal(f)->real, lock); }
-int WalCheckReservedLock(sqlite3_file* f, int* out) {
-  return Real(f)->xCheckReservedLock(Wal(f)->real, out);
+int Lock(sqlite3_file* f, int lock) { return Real(f)->xLock(RealFile(f), lock); }
+int Unlock(sqlite3_file* f, int lock) { return Real(f)->xUnlock(RealFile(f), lock); }
+int CheckReservedLock(sqlite3_file* f, int* out) {
+  return Real(f)->xCheckReservedLock(RealFile(f), out);
 }
-int WalSectorSize(sqlite3_file* f) { return Real(f)->xSectorSize(Wal(f)->real); }
-int WalDeviceCharacteristics(sqlite3_file* f) {
-  return Real(f)->xDeviceCharacteristics(Wal(f)->real);
-}
-int WalShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
+int SectorSize(sqlite3_file* f) { return Real(f)->xSectorSize(RealFile(f)); }
+int DeviceCharacteristics(sqlite3_file* f) { return Real(f)->xDeviceCharacteristics(RealFile(f)); }
+int ShmMap(sqlite3_file* f, int page, int size, int extend, void volatile** out) {
   return Real(f)->iVersion < 2 ? SQLITE_IOERR
-                               : Real(f)->xShmMap(Wal(f)->real, page, size, extend, out);
+                               : Real(f)->xShmMap(RealFile(f), page, size, extend, out);
 }
-int WalShmLock(sqlite3_file* f, int offset, int n, int flags) {
-  return Real(f)->iVersion < 2 ? SQLITE_IOERR : Real(f)->xShmLock(Wal(f)->real, offset, n, flags);
+int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  return Real(f)->iVersion < 2 ? SQLITE_IOERR : Real(f)->xShmLock(RealFile(f), offset, n, flags);
 }
-void WalShmBarrier(sqlite3_file* f) {
-  if (Real(f)->iVersion >= 2) Real(f)->xShmBarrier(Wal(f)->real);
+void ShmBarrier(sqlite3_file* f) {
+  if (Real(f)->iVersion >= 2) Real(f)->xShmBarrier(RealFile(f));
 }
-int WalShmUnmap(sqlite3_file* f, int del) {
-  return Real(f)->iVersion < 2 ? SQLITE_OK : Real(f)->xShmUnmap(Wal(f)->real, del);
+int ShmUnmap(sqlite3_file* f, int del) {
+  return Real(f)->iVersion < 2 ? SQLITE_OK : Real(f)->xShmUnmap(RealFile(f), del);
 }
-int WalUnfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
-  return Real(f)->iVersion < 3 ? SQLITE_OK : Real(f)->xUnfetch(Wal(f)->real, off, p);
+int Unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
+  return Real(f)->iVersion < 3 ? SQLITE_OK : Real(f)->xUnfetch(RealFile(f), off, p);
 }
 
-const sqlite3_io_methods kWalMethods = {
+const sqlite3_io_methods kMethods = {
     3,
-    WalClose,
-    WalRead,
-    WalWrite,
-    WalTruncate,
-    WalSync,
-    WalFileSize,
-    WalLock,
-    WalUnlock,
-    WalCheckReservedLock,
-    WalFileControl,
-    WalSectorSize,
-    WalDeviceCharacteristics,
-    WalShmMap,
-    WalShmLock,
-    WalShmBarrier,
-    WalShmUnmap,
-    WalFetch,
-    WalUnfetch,
+    Close,
+    Read,
+    Write,
+    Truncate,
+    Sync,
+    FileSize,
+    Lock,
+    Unlock,
+    CheckReservedLock,
+    FileControl,
+    SectorSize,
+    DeviceCharacteristics,
+    ShmMap,
+    ShmLock,
+    ShmBarrier,
+    ShmUnmap,
+    Fetch,
+    Unfetch,
 };
 
 int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* file, int flags, int* out_flags) {
-  // The database itself and temporary files other than statement journals are the default
-  // VFS's own files, in the space SQLite allocated.
-  bool wal = (flags & SQLITE_OPEN_WAL) != 0;
-  if (!wal && (flags & SQLITE_OPEN_SUBJOURNAL) == 0) {
+  // The database itself is the default VFS's own file, in the space SQLite allocated.
+  if ((flags & SQLITE_OPEN_MAIN_DB) != 0)
     return g_base->xOpen(g_base, name, file, flags, out_flags);
-  }
-  WalFile* f = Wal(file);
+  File* f = Ours(file);
   f->base.pMethods = nullptr;  // until the real file is open: SQLite then skips xClose
   f->real = reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(file) + kRealOffset);
   f->held = nullptr;
+  if ((flags & SQLITE_OPEN_WAL) != 0) {
+    f->held = new (std::nothrow) Held;
+    if (f->held == nullptr) return SQLITE_NOMEM;
+  }
   int rc = g_base->xOpen(g_base, name, f->real, flags, out_flags);
-  if (rc != SQLITE_OK) return rc;
-  if (wal) f->held = new Held;
-  f->base.pMethods = &kWalMethods;
+  if (rc != SQLITE_OK) {
+    delete f->held;
+    f->held = nullptr;
+    return rc;
+  }
+  f->base.pMethods = &kMethods;
   return SQLITE_OK;
+}
+
+// The rollback hook: a transaction that did not commit may have left frames held (pages it
+// spilled). They must never be written: with the write lock released, another process may
+// append its own commits at the same offsets.
+void OnRollback(void* arg) {
+  auto* db = static_cast<sqlite3*>(arg);
+  sqlite3_file* log = nullptr;
+  // The write-ahead log, in WAL mode (the rollback journal otherwise).
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log) != SQLITE_OK ||
+      log == nullptr || log->pMethods != &kMethods) {
+    return;
+  }
+  Held* h = Ours(log)->held;
+  if (h == nullptr) return;
+  h->bytes.clear();
+  h->commit_header = false;
+  h->next = -1;  // the log's end is back where the transaction found it
 }
 
 }  // namespace
@@ -232,5 +277,7 @@ const char* CoalescingWalVfs() {
   }();
   return name;
 }
+
+void DropUncommittedFramesOnRollback(sqlite3* db) { sqlite3_rollback_hook(db, OnRollback, db); }
 
 }  // namespace cortex
