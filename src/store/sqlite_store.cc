@@ -105,16 +105,16 @@ class Conn final : public SqlConn {
     sqlite3_busy_timeout(c->db_, kBusyTimeoutMs);
     sqlite3_extended_result_codes(c->db_, 1);
     // WAL: readers never block the writer nor wait for it. synchronous=NORMAL (which the
-    // writer's VFS requires): a commit
-    // writes the log without syncing it; SqliteStore syncs the log itself (WriteAheadLog)
-    // before any write is acknowledged, outside the writer's critical section.
+    // writer's VFS requires): a commit writes the log without syncing it; SqliteStore syncs
+    // the log itself (WriteAheadLog) before any write is acknowledged, outside the writer's
+    // critical section.
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
     // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
     // speed and cost resident memory (bench/README.md).
     // The writer checkpoints the log into the database once it holds 4,000 pages (16 MiB),
     // not SQLite's 1,000: a checkpoint writes each page once however often the log has it,
     // and the pages every write touches (index roots, the newest leaves, the workspace row)
-    // are most of the log. action.communicate at 32 connections: +18%, for a longer pause
+    // are most of the log. action.communicate at 32 connections: +16%, for a longer pause
     // at each checkpoint (p99 35 -> 60 ms; docs/performance.md).
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
@@ -325,11 +325,11 @@ class SqliteStore final : public Store {
   // Group commit on two threads of the store's own. Callers queue their functions and
   // wait. The writer thread runs whatever is queued as one batch, in one transaction (each
   // function but the first inside its own savepoint, so one failing rolls back only
-  // itself; see RunBatch), commits it
-  // and goes straight on to the next batch; the sync thread makes the commits durable (one
-  // fdatasync covers every batch committed before it) and only then are their callers
-  // answered. So the disk's flush never holds up the next batch, and no caller hears of a
-  // write before it is on disk. Every write is synced: writes share a sync anyway.
+  // itself; see RunBatch), commits it and goes straight on to the next batch; the sync
+  // thread makes the commits durable (one fdatasync covers every batch committed before
+  // it) and only then are their callers answered. So the disk's flush never holds up the
+  // next batch, and no caller hears of a write before it is on disk. Every write is
+  // synced: writes share a sync anyway.
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability) override {
     PendingWrite me;
     me.fn = &fn;
