@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -57,24 +58,49 @@ std::pair<int64_t, double> SumAfterCrash(const fs::path& dir, const fs::path& co
   return reopened.Sum();
 }
 
+// A directory of its own per test, removed afterwards, and a writer on `path_` whose log
+// goes through the coalescing VFS, with a page cache of 8 pages so that transactions spill.
+class CoalescingWalVfsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(CoalescingWalVfs(), nullptr);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    fs::remove_all(copy_);
+  }
+
+  std::unique_ptr<Db> OpenWriter(int autocheckpoint_pages) {
+    auto writer = std::make_unique<Db>(path_, CoalescingWalVfs());
+    DropUncommittedFramesOnRollback(writer->get());
+    writer->Exec(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=8;"
+        "PRAGMA wal_autocheckpoint=" +
+        std::to_string(autocheckpoint_pages) +
+        ";"
+        "CREATE TABLE t (k INTEGER PRIMARY KEY, n INTEGER NOT NULL, pad BLOB NOT NULL)");
+    return writer;
+  }
+  std::pair<int64_t, double> SumAfterCrash() { return cortex::SumAfterCrash(dir_, copy_); }
+
+  const fs::path dir_ =
+      fs::temp_directory_path() / ("cortex-vfs-" + std::to_string(::getpid()) + "-" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const fs::path copy_ = dir_.string() + "-copy";
+  const std::string path_ = (dir_ / "db").string();
+};
+
 // A writer whose log goes through the coalescing VFS, with a page cache of a few pages so
 // that transactions spill frames before they commit, rewrite spilled pages in place and
 // roll back savepoints and whole transactions over spilled frames. After every commit a
 // reader on another connection, and a copy of the files as a crash would leave them, have
 // exactly the committed rows: no committed frame is still held in memory.
-TEST(CoalescingWalVfsTest, EveryCommitIsInTheFileWhenItReturns) {
-  ASSERT_NE(CoalescingWalVfs(), nullptr);
-  fs::path dir = fs::temp_directory_path() / ("cortex-vfs-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::string path = (dir / "db").string();
-  Db writer(path, CoalescingWalVfs());
-  DropUncommittedFramesOnRollback(writer.get());
-  writer.Exec(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=8;"
-      "PRAGMA wal_autocheckpoint=200;"
-      "CREATE TABLE t (k INTEGER PRIMARY KEY, n INTEGER NOT NULL, pad BLOB NOT NULL)");
-  Db reader(path, nullptr);
+TEST_F(CoalescingWalVfsTest, EveryCommitIsInTheFileWhenItReturns) {
+  std::unique_ptr<Db> w = OpenWriter(/*autocheckpoint_pages=*/200);
+  Db& writer = *w;
+  Db reader(path_, nullptr);
   std::mt19937 rng(7);
   int64_t rows = 0, next_key = 0;
   double total = 0;
@@ -108,28 +134,17 @@ TEST(CoalescingWalVfsTest, EveryCommitIsInTheFileWhenItReturns) {
       total += added;
     }
     EXPECT_EQ(reader.Sum(), std::make_pair(rows, total)) << "round " << round;
-    EXPECT_EQ(SumAfterCrash(dir, dir.string() + "-copy"), std::make_pair(rows, total))
-        << "round " << round;
+    EXPECT_EQ(SumAfterCrash(), std::make_pair(rows, total)) << "round " << round;
   }
-  fs::remove_all(dir);
-  fs::remove_all(dir.string() + "-copy");
 }
 
 // A transaction that spilled frames and rolled back leaves nothing to write: another
 // connection (another process, say) commits at the offsets those frames had, and the
 // writer's next transaction must not write them over its commit.
-TEST(CoalescingWalVfsTest, ARolledBackTransactionsFramesAreNeverWritten) {
-  fs::path dir = fs::temp_directory_path() / ("cortex-vfs-rb-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::string path = (dir / "db").string();
-  Db writer(path, CoalescingWalVfs());
-  DropUncommittedFramesOnRollback(writer.get());
-  writer.Exec(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=8;"
-      "PRAGMA wal_autocheckpoint=0;"
-      "CREATE TABLE t (k INTEGER PRIMARY KEY, n INTEGER NOT NULL, pad BLOB NOT NULL);"
-      "INSERT INTO t VALUES (1, 1, randomblob(3000))");
+TEST_F(CoalescingWalVfsTest, ARolledBackTransactionsFramesAreNeverWritten) {
+  std::unique_ptr<Db> w = OpenWriter(/*autocheckpoint_pages=*/0);
+  Db& writer = *w;
+  writer.Exec("INSERT INTO t VALUES (1, 1, randomblob(3000))");
   // Spilled, then rolled back.
   writer.Exec("BEGIN");
   for (int k = 100; k < 116; ++k) {  // fewer frames than one write holds
@@ -137,7 +152,7 @@ TEST(CoalescingWalVfsTest, ARolledBackTransactionsFramesAreNeverWritten) {
   }
   writer.Exec("ROLLBACK");
   {
-    Db other(path, nullptr);
+    Db other(path_, nullptr);
     other.Exec("BEGIN");
     for (int k = 2; k < 32; ++k) {  // more frames, from the same offset
       other.Exec("INSERT INTO t VALUES (" + std::to_string(k) + ", " + std::to_string(k) +
@@ -148,20 +163,17 @@ TEST(CoalescingWalVfsTest, ARolledBackTransactionsFramesAreNeverWritten) {
   writer.Exec("INSERT INTO t VALUES (50, 50, randomblob(3000))");
   const std::pair<int64_t, double> expected{32, 1 + (2 + 31) * 30 / 2 + 50};
   EXPECT_EQ(writer.Sum(), expected);
-  Db reader(path, nullptr);
+  Db reader(path_, nullptr);
   EXPECT_EQ(reader.Sum(), expected);
-  EXPECT_EQ(SumAfterCrash(dir, dir.string() + "-copy"), expected);
-  fs::remove_all(dir);
-  fs::remove_all(dir.string() + "-copy");
+  EXPECT_EQ(SumAfterCrash(), expected);
 }
 
 // SQLite spills a statement journal in one write as long as its spill threshold (512 KiB
 // in SqliteStore); the unix VFS fails writes of 128 KiB or more (SQLITE_FULL).
-TEST(CoalescingWalVfsTest, LongWritesToOtherFilesAreSplit) {
+TEST_F(CoalescingWalVfsTest, LongWritesToOtherFilesAreSplit) {
   sqlite3_vfs* vfs = sqlite3_vfs_find(CoalescingWalVfs());
   ASSERT_NE(vfs, nullptr);
-  std::string path =
-      (fs::temp_directory_path() / ("cortex-vfs-journal-" + std::to_string(::getpid()))).string();
+  std::string path = (dir_ / "journal").string();
   std::vector<char> space(static_cast<size_t>(vfs->szOsFile));
   auto* file = reinterpret_cast<sqlite3_file*>(space.data());
   int flags = SQLITE_OPEN_SUBJOURNAL | SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
