@@ -288,8 +288,7 @@ class BatchWriter {
     e.world_version = wv;
     e.created_at = clock_.Now();
     if (IsInbound(e.kind)) {
-      auto notification = triager_.Triage(e, who, wv);  // stores the episode too
-      if (!notification.ok()) return notification.status();
+      CORTEX_RETURN_IF_ERROR(triager_.Triage(e, who, wv));  // stores the episode too
       ++report_.triaged;
     } else {
       CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));

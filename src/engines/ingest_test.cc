@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/tokens.h"
@@ -87,6 +90,61 @@ TEST_F(IngestTest, ABadLineRefusesTheWholeBatch) {
   EXPECT_EQ(Counts().episodes, 0);
   EXPECT_EQ(Counts().entities, 0);
   EXPECT_EQ(WorldVersion(), before);
+}
+
+// More messages than the triager holds before it stores their decisions (4,000), from
+// counterparties in turn. A batch that fails after the first of those stores leaves nothing;
+// the same batch without its bad line gives every message its decision and notification, in
+// the order of the lines, each triaged against the lines before it.
+TEST_F(IngestTest, ABatchBiggerThanTheHeldDecisionsTriagesEveryLineOrNone) {
+  constexpr int kMessages = 4500, kPeople = 30;
+  std::string batch;
+  for (int i = 0; i < kMessages; ++i) {
+    batch += R"({"type":"episode","kind":"message_received","occurred_at":")" +
+             FormatTime(clock_.Now() - std::chrono::minutes(kMessages - i)) +
+             R"(","counterparty":"p)" + std::to_string(i % kPeople) +
+             R"(@x.example","summary":"m)" + std::to_string(i) + "\"}\n";
+  }
+  auto failed = IngestJsonl(
+      *store_, clock_, ws_.id,
+      batch +
+          R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:59:00Z","counterparty":"entity_01J0000000000000000000000Z","summary":"x"})");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message().rfind("line 4501: field 'counterparty': no entity", 0), 0u)
+      << failed.status().message();
+  EXPECT_EQ(Counts().episodes, 0);
+
+  auto report = IngestJsonl(*store_, clock_, ws_.id, batch);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->triaged, static_cast<size_t>(kMessages));
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    DecisionFilter triage;
+                    triage.decision_class = "triage";
+                    auto decisions = tx.ListDecisions(ws_.id, triage, 2 * kMessages);
+                    EXPECT_TRUE(decisions.ok());
+                    EXPECT_EQ(decisions->size(), static_cast<size_t>(kMessages));
+                    std::reverse(decisions->begin(), decisions->end());  // oldest first
+                    for (int i = 0; i < static_cast<int>(decisions->size()); ++i) {
+                      const Decision& d = (*decisions)[i];
+                      auto ep = tx.GetEpisode(ws_.id, d.source_episode_ids.at(0));
+                      EXPECT_TRUE(ep.ok());
+                      EXPECT_EQ(ep->summary, "m" + std::to_string(i));
+                      auto n = tx.GetNotification(ws_.id, d.notification_id.value_or(""));
+                      EXPECT_TRUE(n.ok());
+                      EXPECT_EQ(n->decision_id, d.id);
+                      EXPECT_EQ(n->episode_id, ep->id);
+                      bool first_contact = false;
+                      nlohmann::json details = d.Details();
+                      for (const auto& s : details["signals"]) {
+                        first_contact |= s["kind"] == "first_contact";
+                      }
+                      EXPECT_EQ(first_contact, i < kPeople) << "message " << i;
+                      if (::testing::Test::HasFailure()) break;
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(IngestTest, ErrorsNameTheLineAndField) {

@@ -19,23 +19,27 @@ namespace cortex {
 bool IsInbound(const std::string& episode_kind);
 
 // Triages the inbound episodes of one write transaction. Loads the workspace's rules and
-// settings once; Finish() records rule hit counts.
+// settings once. Episodes are stored as they are triaged (the next one's signals read them);
+// their decisions and notifications, which no triage reads, are held (up to a few thousand)
+// and stored together in counterparty order, so that a big batch writes each counterparty's
+// index pages once per flush instead of once per message (docs/performance.md).
 class Triager {
  public:
   Triager(WriteTx& tx, const Clock& clock, std::string ws_id);
 
-  // Triages `ep` (REQUIRES: IsInbound(ep.kind), not stored yet) and stores it with its
-  // decision and notification, stamped with `world_version`: its signals are computed
-  // against the episodes stored before it. `who` is its counterparty as this transaction
-  // sees it (nullptr if it has none). Returns the notification.
-  Result<Notification> Triage(const Episode& ep, const Entity* who,
-                              const std::string& world_version);
+  // Triages `ep` (REQUIRES: IsInbound(ep.kind), not stored yet) and stores it, stamped
+  // with `world_version`: its signals are computed against the episodes stored before it.
+  // `who` is its counterparty as this transaction sees it (nullptr if it has none). Its
+  // decision and notification are held, and stored by Finish() or once enough are held.
+  Status Triage(const Episode& ep, const Entity* who, const std::string& world_version);
 
-  // Writes the accumulated rule hit counts. Call once, before commit.
+  // Stores the held decisions and notifications and the rule hit counts. Call once, before
+  // commit.
   Status Finish();
 
  private:
   Status Load();
+  Status StoreOutcomes();  // the held decisions and notifications
 
   WriteTx& tx_;
   const Clock& clock_;
@@ -46,6 +50,11 @@ class Triager {
   std::vector<Rule> rules_;  // active triage rules, in evaluation order
   ConfidenceThresholds thresholds_;
   std::map<std::string, int64_t> hits_;  // rule id -> hits in this transaction
+  struct Outcome {
+    Decision decision;
+    Notification notification;
+  };
+  std::vector<Outcome> outcomes_;  // triaged, not stored yet
 };
 
 }  // namespace cortex
