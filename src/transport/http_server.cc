@@ -151,14 +151,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The body limit depends on the route: it is set once the header names the target.
     parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     if (buffer_.size() > 0) return ReadRestOfHeader();  // a pipelined request is under way
-    // Between requests the idle timeout applies; once the first byte of a request arrives,
-    // the whole of it must arrive within the read timeout (a slowloris is cut there).
-    // Waiting for readability consumes nothing: the read timeout starts at the first byte.
+    // Between requests the idle timeout applies; once the first bytes of a request arrive,
+    // the whole of it must arrive within the read timeout (a slowloris is cut there). The
+    // first read is speculative: a request already in is read at once, and one not yet in
+    // waits on the socket's standing epoll registration (an async_wait re-armed it with an
+    // epoll_ctl on every request).
     SetDeadline(server_.options.http.idle_timeout);
-    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) return self->Close();
-      self->ReadRestOfHeader();
-    });
+    socket_.async_read_some(buffer_.prepare(kReadBufferBytes),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->buffer_.commit(n);
+                              self->ReadRestOfHeader();
+                            });
   }
 
   void ReadRestOfHeader() {
