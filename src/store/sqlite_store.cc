@@ -2,6 +2,7 @@
 // group-committed in BEGIN IMMEDIATE transactions) and a pool of reader connections. In WAL mode
 // readers see the last committed snapshot and never wait behind the writer.
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,13 @@ constexpr size_t kMaxReaders = 8;
 // hundreds of MiB. The spill writes the memory in one write, which the writer's VFS splits
 // (store/sqlite_vfs.h): SQLite's unix VFS takes at most 128 KiB - 1 bytes per write.
 constexpr int kStatementJournalSpillBytes = 512 << 10;
+// Checkpoints (copying the log's pages into the database, then syncing the database file)
+// run on a thread of their own each time the log has grown by this many pages (32 MiB)...
+constexpr int kCheckpointEveryFrames = 8000;
+// ...and the writer checkpoints itself once the log holds this many (128 MiB): a
+// background checkpoint never catches up with a writer that keeps committing, and SQLite
+// starts the log over only after a checkpoint has copied all of it (docs/store.md).
+constexpr int kWriterCheckpointFrames = 32000;
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {
@@ -111,15 +119,10 @@ class Conn final : public SqlConn {
     // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
     // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
     // speed and cost resident memory (bench/README.md).
-    // The writer checkpoints the log into the database once it holds 4,000 pages (16 MiB),
-    // not SQLite's 1,000: a checkpoint writes each page once however often the log has it,
-    // and the pages every write touches (index roots, the newest leaves, the workspace row)
-    // are most of the log. action.communicate at 32 connections: +16%, for a longer pause
-    // at each checkpoint (p99 35 -> 60 ms; docs/performance.md).
+    // Checkpoints: see Checkpointer.
     const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
                                    : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
-                                     "PRAGMA wal_autocheckpoint=4000;";
+                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
     CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
     return c;
   }
@@ -157,6 +160,12 @@ class Conn final : public SqlConn {
   }
 
   int64_t Changes() override { return sqlite3_changes64(db_); }
+
+  // SQLite calls `hook` after each commit, with the number of pages the log holds (this
+  // replaces SQLite's own automatic checkpoint).
+  void SetCommitHook(int (*hook)(void*, sqlite3*, const char*, int), void* arg) {
+    sqlite3_wal_hook(db_, hook, arg);
+  }
 
   // The write-ahead log's path (the file exists once the connection has run a statement).
   std::string WalPath() const { return sqlite3_filename_wal(sqlite3_db_filename(db_, "main")); }
@@ -283,6 +292,104 @@ class WriteAheadLog {
   Status failed_;  // the first failed sync's error
 };
 
+// Checkpoints beside the writer. A checkpoint copies the log's newest version of each page
+// into the database and then syncs the database file; on the benchmark machine that sync
+// took 40-190 ms (thousands of scattered pages), and when the writer checkpointed every
+// 4,000 pages it stalled every write queued behind it for that long: communicate at 32
+// connections ran ~30% faster with checkpoints off altogether. Here the writer's commit
+// hook asks for a checkpoint each time the log has grown by kCheckpointEveryFrames pages,
+// and this thread runs it (PASSIVE: it never waits for, nor blocks, the writer or the
+// readers) on a connection of its own through SQLite's default VFS, with SQLite's own
+// ordering: the log synced before any page is copied, the database synced before the
+// copied frames may be reused. It never writes the log; SQLite starts the log over at the
+// writer's first write after a checkpoint copied all of it, which under a steady stream of
+// commits is the writer's own checkpoint at kWriterCheckpointFrames (it then copies only
+// what came after this thread's last pass).
+class Checkpointer {
+ public:
+  ~Checkpointer() { Stop(); }
+
+  Status Start(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      return Status::Internal("cannot open " + path + " to checkpoint it: " +
+                              (db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    if (sqlite3_exec(db_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_));
+    }
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  // Waits for a checkpoint under way, then closes the connection.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+    db_ = nullptr;
+  }
+
+  // Asks for a checkpoint (one is enough: a request while one runs is dropped).
+  void Request() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_) return;
+      wanted_ = true;
+    }
+    cv_.notify_one();
+  }
+
+  // The writer's commit hook (Conn::SetCommitHook), on the writer thread.
+  static int OnCommit(void* self, sqlite3* db, const char* name, int frames) {
+    auto& c = *static_cast<Checkpointer*>(self);
+    if (frames < c.last_frames_) c.next_at_ = kCheckpointEveryFrames;  // the log started over
+    c.last_frames_ = frames;
+    if (frames >= kWriterCheckpointFrames) {
+      // What SQLite's automatic checkpoint does. SQLITE_BUSY while this thread is in a
+      // pass: the next commit tries again.
+      (void)sqlite3_wal_checkpoint(db, name);
+    } else if (frames >= c.next_at_) {
+      c.next_at_ = frames + kCheckpointEveryFrames;
+      c.Request();
+    }
+    return SQLITE_OK;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return wanted_ || stop_; });
+      if (stop_) return;
+      wanted_ = false;
+      running_ = true;
+      lock.unlock();
+      // SQLITE_BUSY when the writer's own checkpoint runs; an I/O error leaves the log as it
+      // was (SQLite's checkpoint is restartable), and the writer's turn will try again.
+      int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        spdlog::warn("background checkpoint failed: {}", sqlite3_errmsg(db_));
+      }
+      lock.lock();
+      running_ = false;
+    }
+  }
+
+  sqlite3* db_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wanted_ = false, running_ = false, stop_ = false;  // guarded by mu_
+  int next_at_ = kCheckpointEveryFrames;                  // the writer thread's (OnCommit)
+  int last_frames_ = 0;
+};
+
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(std::string path) : path_(std::move(path)) {}
@@ -294,6 +401,8 @@ class SqliteStore final : public Store {
     CORTEX_RETURN_IF_ERROR(Migrate());
     CORTEX_RETURN_IF_ERROR(wal_.Open(writer_->WalPath()));
     CORTEX_RETURN_IF_ERROR(wal_.Sync());  // the migrations' commits
+    CORTEX_RETURN_IF_ERROR(checkpointer_.Start(path_));
+    writer_->SetCommitHook(&Checkpointer::OnCommit, &checkpointer_);
     writer_thread_ = std::thread([this] { WriterLoop(); });
     sync_thread_ = std::thread([this] { SyncLoop(); });
     return Status::Ok();
@@ -304,6 +413,7 @@ class SqliteStore final : public Store {
   ~SqliteStore() override {
     Stop(writer_thread_, work_cv_, stop_writer_);
     Stop(sync_thread_, sync_cv_, stop_syncer_);
+    checkpointer_.Stop();
   }
 
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
@@ -611,6 +721,7 @@ class SqliteStore final : public Store {
   std::thread sync_thread_;
   std::mutex write_mu_;  // the writer connection (batches, migrations, SchemaVersion)
   std::unique_ptr<Conn> writer_;
+  Checkpointer checkpointer_;
   WriteAheadLog wal_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Conn>> readers_;
