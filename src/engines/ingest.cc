@@ -187,7 +187,11 @@ class BatchWriter {
       Status st = std::holds_alternative<EntityLine>(line.item)
                       ? ApplyEntity(std::get<EntityLine>(line.item))
                       : ApplyEpisode(std::get<EpisodeLine>(line.item), wv);
-      if (!st.ok()) return LineError(line.number, st.message());
+      // A line's own mistake names the line; a failure of the store (or of storing held
+      // decisions, which no one line caused) keeps its code.
+      if (!st.ok()) {
+        return st.code() == Code::kInvalidArgument ? LineError(line.number, st.message()) : st;
+      }
     }
     CORTEX_RETURN_IF_ERROR(triager_.Finish());
     if (changed_) {
