@@ -282,6 +282,15 @@ UPDATE workspaces SET
   entity_count = (SELECT count(*) FROM entities WHERE entities.workspace_id = workspaces.id),
   episode_count = (SELECT count(*) FROM episodes WHERE episodes.workspace_id = workspaces.id);
 )sql"},
+      {10, "decisions of any class are listed class by class", R"sql(
+-- decision.list without a class (by counterparty, or of the whole workspace) now reads
+-- decisions_by_entity_class or decisions_by_class once per class and merges. Every
+-- decision paid for these two indexes with two more pages to write, one of them at a
+-- random place (its counterparty's): ingest with triage at 10^5 decisions is ~1.2x
+-- faster without them.
+DROP INDEX decisions_by_entity;
+DROP INDEX decisions_by_workspace;
+)sql"},
   };
   return kMigrations;
 }

@@ -144,10 +144,16 @@ struct WorkspaceSettings {
 nlohmann::json SettingsToJson(const WorkspaceSettings& s);
 WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 
+// Every class of decision there is. A counterparty's decisions of any class are read
+// class by class (decisions_by_entity_class), so the store refuses a decision of a class
+// missing here rather than leave it out of those lists.
+inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
+                                                                "rule_fired", "trust_transition"};
+
 struct Decision {
   std::string id;  // dec_...
   std::string workspace_id;
-  std::string decision_class;  // triage | action_proposed | rule_fired | trust_transition
+  std::string decision_class;  // one of kDecisionClasses
   std::string status;          // recorded (triage); pending, executed, ... (actions)
   TimePoint occurred_at;
   std::optional<std::string> entity_id;

@@ -16,7 +16,6 @@ namespace {
 
 constexpr int kDefaultPageSize = 20;
 
-const char* const kClasses[] = {"triage", "action_proposed", "rule_fired", "trust_transition"};
 const char* const kStatuses[] = {"recorded", "pending",   "approved", "rejected", "expired",
                                  "executed", "delivered", "failed",   "refused"};
 
@@ -33,7 +32,7 @@ std::string FilterHash(const json& args) {
 
 ToolDef DecisionListTool() {
   json classes = json::array(), statuses = json::array();
-  for (const char* c : kClasses) classes.push_back(c);
+  for (const char* c : kDecisionClasses) classes.push_back(c);
   for (const char* s : kStatuses) statuses.push_back(s);
   json item = {{"type", "object"},
                {"required",

@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "cli/commands.h"
+#include "core/ids.h"
 #include "core/time.h"
 #include "engines/demo_world.h"
+#include "engines/identifiers.h"
 #include "engines/ingest.h"
 #include "engines/rules.h"
 #include "engines/tokens.h"
@@ -136,6 +138,77 @@ TEST_F(ReadToolsTest, DecisionListFiltersAndPages) {
   EXPECT_TRUE(future["decisions"].empty());
   json past = Call("decision.list", {{"until", "2020-01-01T00:00:00Z"}});
   EXPECT_TRUE(past["decisions"].empty());
+}
+
+TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
+  // Marcus has triage decisions; give him one of each other class, made later.
+  const std::string who = "marcus.webb@harborline.example";
+  std::vector<std::string> added;
+  std::string marcus_id;
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) -> Status {
+                    auto marcus = ResolveEntity(tx, ws_.id, who);
+                    if (!marcus.ok()) return marcus.status();
+                    marcus_id = marcus->id;
+                    for (const char* cls : {"rule_fired", "action_proposed", "trust_transition"}) {
+                      clock_.Advance(std::chrono::minutes(1));
+                      Decision d;
+                      d.id = NewId("dec_", clock_);
+                      d.workspace_id = ws_.id;
+                      d.decision_class = cls;
+                      d.status = "recorded";
+                      d.occurred_at = clock_.Now();
+                      d.entity_id = marcus->id;
+                      d.payload_summary = std::string("Marcus: ") + cls;
+                      d.confidence = "just_guessing";
+                      d.trace_id = NewId("trc_", clock_);
+                      d.agent_version = "av_x";
+                      d.world_version = "wv_x";
+                      CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
+                      added.push_back(d.id);
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  // What the list by counterparty should hold: every decision of his, newest first.
+  std::vector<std::string> expected;
+  json all = Call("decision.list", {{"limit", 100}});
+  ASSERT_FALSE(all.contains("next_cursor"));
+  for (const auto& d : all["decisions"]) {
+    if (d.value("counterparty_id", "") == marcus_id) expected.push_back(d["decision_id"]);
+  }
+  ASSERT_GT(expected.size(), added.size());
+  EXPECT_EQ(std::vector<std::string>(expected.begin(), expected.begin() + 3),
+            std::vector<std::string>(added.rbegin(), added.rend()));
+  // Paged two at a time, so pages cut across classes.
+  std::vector<std::string> paged;
+  json args = {{"counterparty", who}, {"limit", 2}};
+  for (int guard = 0; guard < 100; ++guard) {
+    json page = Call("decision.list", args);
+    for (const auto& d : page["decisions"]) paged.push_back(d["decision_id"]);
+    if (!page.contains("next_cursor")) break;
+    args["cursor"] = page["next_cursor"];
+  }
+  EXPECT_EQ(paged, expected);
+  // One class, and the store refuses a class it would not list.
+  json fired = Call("decision.list", {{"counterparty", who}, {"decision_class", "rule_fired"}});
+  ASSERT_EQ(fired["decisions"].size(), 1u);
+  EXPECT_EQ(fired["decisions"][0]["decision_id"], added[0]);
+  Status unknown = store_->Write([&](WriteTx& tx) {
+    Decision d;
+    d.id = NewId("dec_", clock_);
+    d.workspace_id = ws_.id;
+    d.decision_class = "gossip";
+    d.status = "recorded";
+    d.occurred_at = clock_.Now();
+    d.confidence = "just_guessing";
+    d.trace_id = NewId("trc_", clock_);
+    d.agent_version = "av_x";
+    d.world_version = "wv_x";
+    return tx.InsertDecision(d);
+  });
+  EXPECT_EQ(unknown.code(), Code::kInternal) << unknown.ToString();
+  EXPECT_EQ(Call("decision.list", {{"limit", 100}})["decisions"].size(), all["decisions"].size());
 }
 
 TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
