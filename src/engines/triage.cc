@@ -1,6 +1,7 @@
 #include "engines/triage.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/ids.h"
 #include "core/json_text.h"
@@ -187,16 +188,23 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
 }
 
 Status Triager::StoreOutcomes() {
-  // Counterparty order: decisions_by_entity and decisions_by_entity_class are keyed by it,
-  // and a batch's messages come from many counterparties in no order. Within one, the
-  // order they were triaged in (stable).
-  std::stable_sort(outcomes_.begin(), outcomes_.end(), [](const Outcome& a, const Outcome& b) {
-    return a.decision.entity_id < b.decision.entity_id;
+  // A batch's messages come from many counterparties, at many times, in no order. Each
+  // index is written in its own key order, so that consecutive inserts land on the same
+  // pages: decisions by counterparty (decisions_by_entity_class), then notifications by
+  // class and time (notifications_by_class; notifications_by_surface follows the time).
+  // Ties keep the order they were triaged in (stable sorts).
+  std::vector<const Outcome*> order;
+  order.reserve(outcomes_.size());
+  for (const Outcome& o : outcomes_) order.push_back(&o);
+  std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
+    return a->decision.entity_id < b->decision.entity_id;
   });
-  for (const Outcome& o : outcomes_) {
-    CORTEX_RETURN_IF_ERROR(tx_.InsertDecision(o.decision));
-    CORTEX_RETURN_IF_ERROR(tx_.InsertNotification(o.notification));
-  }
+  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.InsertDecision(o->decision));
+  std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
+    return std::tie(a->notification.triage_class, a->notification.surface_at) <
+           std::tie(b->notification.triage_class, b->notification.surface_at);
+  });
+  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.InsertNotification(o->notification));
   outcomes_.clear();
   return Status::Ok();
 }
