@@ -16,9 +16,6 @@
 
 namespace cortex {
 
-inline constexpr const char* kTriageClasses[] = {"interrupt_now", "surface_at_transition",
-                                                 "daily_digest", "handle_silently"};
-
 // What a rule's conditions are checked against.
 struct Situation {
   const Episode* episode = nullptr;  // the message (triage) or the draft (action)

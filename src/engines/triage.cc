@@ -191,8 +191,8 @@ Status Triager::StoreOutcomes() {
   // A batch's messages come from many counterparties, at many times, in no order. Each
   // index is written in its own key order, so that consecutive inserts land on the same
   // pages: decisions by counterparty (decisions_by_entity_class), then notifications by
-  // class and time (notifications_by_class; notifications_by_surface follows the time).
-  // Ties keep the order they were triaged in (stable sorts).
+  // class and time (notifications_by_class). Ties keep the order they were triaged in
+  // (stable sorts).
   std::vector<const Outcome*> order;
   order.reserve(outcomes_.size());
   for (const Outcome& o : outcomes_) order.push_back(&o);

@@ -150,6 +150,12 @@ WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
                                                                 "rule_fired", "trust_transition"};
 
+// Every triage class there is (Notification::triage_class; a triage rule's outcome). A
+// list of notifications of any class is read class by class (notifications_by_class), so
+// the store refuses a notification of a class missing here.
+inline constexpr std::array<const char*, 4> kTriageClasses = {
+    "interrupt_now", "surface_at_transition", "daily_digest", "handle_silently"};
+
 struct Decision {
   std::string id;  // dec_...
   std::string workspace_id;

@@ -400,9 +400,32 @@ class SqlTx final : public SqlWriteTx {
                                                       std::optional<TimePoint> until, int limit,
                                                       bool newest_first) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    std::string sql =
-        kNotificationSelect + std::string(" WHERE workspace_id = ? AND surface_at IS NOT NULL");
-    if (cls) sql += " AND triage_class = ?";
+    std::vector<Notification> out;
+    if (cls) {
+      CORTEX_RETURN_IF_ERROR(AppendNotifications(ws, *cls, after, until, limit, newest_first, out));
+      return out;
+    }
+    // Any class: the first of each class (a range of notifications_by_class apiece), merged
+    // (migration 10, as for decisions).
+    for (const char* c : kTriageClasses) {
+      CORTEX_RETURN_IF_ERROR(AppendNotifications(ws, c, after, until, limit, newest_first, out));
+    }
+    auto key = [](const Notification& n) { return std::tie(*n.surface_at, n.id); };
+    std::sort(out.begin(), out.end(), [&](const Notification& a, const Notification& b) {
+      return newest_first ? key(a) > key(b) : key(a) < key(b);
+    });
+    if (out.size() > static_cast<size_t>(limit)) out.resize(limit);
+    return out;
+  }
+
+  // Appends the first `limit` surfacing notifications of class `cls` in (after, until], by
+  // surfacing time and id.
+  Status AppendNotifications(const std::string& ws, const std::string& cls,
+                             std::optional<TimePoint> after, std::optional<TimePoint> until,
+                             int limit, bool newest_first, std::vector<Notification>& out) {
+    std::string sql = kNotificationSelect + std::string(
+                                                " WHERE workspace_id = ? AND triage_class = ?"
+                                                " AND surface_at IS NOT NULL");
     if (after) sql += " AND surface_at > ?";
     if (until) sql += " AND surface_at <= ?";
     sql += newest_first ? " ORDER BY surface_at DESC, id DESC" : " ORDER BY surface_at, id";
@@ -410,15 +433,13 @@ class SqlTx final : public SqlWriteTx {
     Stmt s = c_.Prepare(sql);
     int i = 1;
     s.Bind(i++, ws);
-    if (cls) s.Bind(i++, *cls);
+    s.Bind(i++, cls);
     if (after) s.Bind(i++, *after);
     if (until) s.Bind(i++, *until);
     s.Bind(i++, static_cast<int64_t>(limit));
-    std::vector<Notification> out;
     Status st;
     while (s.Step(&st)) out.push_back(NotificationRow(s));
-    CORTEX_RETURN_IF_ERROR(st);
-    return out;
+    return st;
   }
 
   // --- writes ---
@@ -624,6 +645,10 @@ class SqlTx final : public SqlWriteTx {
 
   Status InsertNotification(const Notification& n) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(n.workspace_id));
+    if (std::none_of(kTriageClasses.begin(), kTriageClasses.end(),
+                     [&](const char* c) { return n.triage_class == c; })) {
+      return Status::Internal("a notification of unknown class '" + n.triage_class + "'");
+    }
     Stmt s = c_.Prepare(
         "INSERT INTO notifications (id, workspace_id, episode_id, decision_id, entity_id,"
         " triage_class, surface_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");

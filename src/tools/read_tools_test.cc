@@ -1,6 +1,8 @@
 // The read tools on the demo workspace, called through the registry as a client would.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cli/commands.h"
 #include "core/ids.h"
 #include "core/time.h"
@@ -229,6 +231,49 @@ TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
     taylor |= n["counterparty"]["name"] == "taylor.brooks@brightfield.example";
   }
   EXPECT_TRUE(taylor) << friday.dump(2);
+}
+
+TEST_F(ReadToolsTest, DueNotificationsOfEveryClassComeNewestFirst) {
+  // The whole demo week is due by 2027.
+  json all =
+      Call("notification.list",
+           {{"as_of", "2027-01-01T00:00:00Z"}, {"since", "2026-01-01T00:00:00Z"}, {"limit", 100}});
+  const json& due = all["due"];
+  ASSERT_GT(due.size(), 10u);
+  ASSERT_LT(due.size(), 100u);
+  std::set<std::string> classes;
+  for (size_t i = 0; i < due.size(); ++i) {
+    classes.insert(due[i]["triage_class"].get<std::string>());
+    if (i == 0) continue;
+    // Newest first: by surfacing time, then by id.
+    auto key = [](const json& n) {
+      return std::make_pair(n["surface_at"].get<std::string>(),
+                            n["notification_id"].get<std::string>());
+    };
+    EXPECT_GT(key(due[i - 1]), key(due[i])) << i;
+  }
+  EXPECT_EQ(classes,
+            (std::set<std::string>{"interrupt_now", "surface_at_transition", "daily_digest"}));
+  // A short page is the newest of them, whatever their classes.
+  json first =
+      Call("notification.list",
+           {{"as_of", "2027-01-01T00:00:00Z"}, {"since", "2026-01-01T00:00:00Z"}, {"limit", 2}});
+  ASSERT_EQ(first["due"].size(), 2u);
+  EXPECT_EQ(first["due"][0], due[0]);
+  EXPECT_EQ(first["due"][1], due[1]);
+  // The store refuses a notification of a class it would not list.
+  Status unknown = store_->Write([&](WriteTx& tx) {
+    Notification n;
+    n.id = NewId("ntf_", clock_);
+    n.workspace_id = ws_.id;
+    n.episode_id = "ep_x";
+    n.decision_id = "dec_x";
+    n.triage_class = "someday";
+    n.surface_at = clock_.Now();
+    n.created_at = clock_.Now();
+    return tx.InsertNotification(n);
+  });
+  EXPECT_EQ(unknown.code(), Code::kInternal) << unknown.ToString();
 }
 
 TEST_F(ReadToolsTest, BadInputIsAClearToolError) {
