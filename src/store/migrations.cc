@@ -289,7 +289,8 @@ UPDATE workspaces SET
 -- for the two decision indexes with two more pages to write, one of them at a random place
 -- (its counterparty's), and every notification for its index with a page at its time:
 -- ingest with triage is ~1.2x faster without the first two at 10^5 decisions, ~1.3x
--- faster again without the third at 10^6.
+-- faster again without the third at 10^6. An instance of an earlier version still answers
+-- correctly, but those lists then scan: upgrade every instance together.
 DROP INDEX decisions_by_entity;
 DROP INDEX decisions_by_workspace;
 DROP INDEX notifications_by_surface;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -149,6 +150,13 @@ WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 // missing here rather than leave it out of those lists.
 inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
                                                                 "rule_fired", "trust_transition"};
+
+// A proposal (action_proposed) is pending, executed or refused, then approved, delivered,
+// ...; every other decision is `recorded` and stays so. A counterparty's decisions of one
+// status are read only in the classes that can have it, so the store keeps to this.
+inline bool DecisionClassMayHaveStatus(std::string_view cls, std::string_view status) {
+  return (cls == "action_proposed") != (status == "recorded");
+}
 
 // Every triage class there is (Notification::triage_class; a triage rule's outcome). A
 // list of notifications of any class is read class by class (notifications_by_class), so

@@ -349,6 +349,9 @@ class SqlTx final : public SqlWriteTx {
       // merged. Indexes of their own for these lists cost every decision two more pages
       // to write, one of them at a random place (migration 10).
       for (const char* cls : kDecisionClasses) {
+        // (Not the classes that never have the status asked: their range would be walked
+        // to its end, row by row, to find nothing.)
+        if (f.status && !DecisionClassMayHaveStatus(cls, *f.status)) continue;
         CORTEX_RETURN_IF_ERROR(AppendDecisions(ws, f, cls, limit, out));
       }
       std::sort(out.begin(), out.end(),
@@ -616,6 +619,9 @@ class SqlTx final : public SqlWriteTx {
     if (std::none_of(kDecisionClasses.begin(), kDecisionClasses.end(),
                      [&](const char* c) { return d.decision_class == c; })) {
       return Status::Internal("a decision of unknown class '" + d.decision_class + "'");
+    }
+    if (!DecisionClassMayHaveStatus(d.decision_class, d.status)) {
+      return Status::Internal("a " + d.decision_class + " decision cannot be " + d.status);
     }
     Stmt s = c_.Prepare(
         "INSERT INTO decisions (id, workspace_id, class, status, occurred_at, entity_id,"
@@ -1085,7 +1091,13 @@ class SqlTx final : public SqlWriteTx {
   Status SetDecisionStatus(const std::string& ws, const std::string& id,
                            const std::string& status) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare("UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?");
+    // Only a proposal's status moves (DecisionClassMayHaveStatus).
+    if (!DecisionClassMayHaveStatus("action_proposed", status)) {
+      return Status::Internal("a decision cannot become " + status);
+    }
+    Stmt s = c_.Prepare(
+        "UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?"
+        " AND class = 'action_proposed'");
     return s.Bind(1, status).Bind(2, id).Bind(3, ws).Run();
   }
 

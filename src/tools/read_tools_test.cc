@@ -147,6 +147,19 @@ TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
   const std::string who = "marcus.webb@harborline.example";
   std::vector<std::string> added;
   std::string marcus_id;
+  auto decision = [&](const std::string& cls, const std::string& status) {
+    Decision d;
+    d.id = NewId("dec_", clock_);
+    d.workspace_id = ws_.id;
+    d.decision_class = cls;
+    d.status = status;
+    d.occurred_at = clock_.Now();
+    d.confidence = "just_guessing";
+    d.trace_id = NewId("trc_", clock_);
+    d.agent_version = "av_x";
+    d.world_version = "wv_x";
+    return d;
+  };
   ASSERT_TRUE(store_
                   ->Write([&](WriteTx& tx) -> Status {
                     auto marcus = ResolveEntity(tx, ws_.id, who);
@@ -154,31 +167,31 @@ TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
                     marcus_id = marcus->id;
                     for (const char* cls : {"rule_fired", "action_proposed", "trust_transition"}) {
                       clock_.Advance(std::chrono::minutes(1));
-                      Decision d;
-                      d.id = NewId("dec_", clock_);
-                      d.workspace_id = ws_.id;
-                      d.decision_class = cls;
-                      d.status = "recorded";
-                      d.occurred_at = clock_.Now();
+                      Decision d = decision(
+                          cls, std::string(cls) == "action_proposed" ? "pending" : "recorded");
                       d.entity_id = marcus->id;
-                      d.payload_summary = std::string("Marcus: ") + cls;
-                      d.confidence = "just_guessing";
-                      d.trace_id = NewId("trc_", clock_);
-                      d.agent_version = "av_x";
-                      d.world_version = "wv_x";
                       CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
                       added.push_back(d.id);
                     }
                     return Status::Ok();
                   })
                   .ok());
-  // What the list by counterparty should hold: every decision of his, newest first.
-  std::vector<std::string> expected;
-  json all = Call("decision.list", {{"limit", 100}});
-  ASSERT_FALSE(all.contains("next_cursor"));
-  for (const auto& d : all["decisions"]) {
-    if (d.value("counterparty_id", "") == marcus_id) expected.push_back(d["decision_id"]);
-  }
+  // What the list by counterparty should hold: every decision of his, newest first, read
+  // here through lists by status alone (one range of decisions_by_status each).
+  auto his = [&](const char* status) {
+    json page = Call("decision.list", {{"status", status}, {"limit", 100}});
+    EXPECT_FALSE(page.contains("next_cursor"));
+    std::vector<std::string> ids;
+    for (const auto& d : page["decisions"]) {
+      if (d.value("counterparty_id", "") == marcus_id) ids.push_back(d["decision_id"]);
+    }
+    return ids;
+  };
+  std::vector<std::string> recorded = his("recorded"), pending = his("pending");
+  ASSERT_EQ(pending, std::vector<std::string>{added[1]});
+  std::vector<std::string> expected = recorded;
+  expected.insert(expected.end(), pending.begin(), pending.end());
+  std::sort(expected.rbegin(), expected.rend());
   ASSERT_GT(expected.size(), added.size());
   EXPECT_EQ(std::vector<std::string>(expected.begin(), expected.begin() + 3),
             std::vector<std::string>(added.rbegin(), added.rend()));
@@ -192,25 +205,28 @@ TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
     args["cursor"] = page["next_cursor"];
   }
   EXPECT_EQ(paged, expected);
+  // With a status: the classes that can have it.
+  auto ids = [](const json& page) {
+    std::vector<std::string> out;
+    for (const auto& d : page["decisions"]) out.push_back(d["decision_id"]);
+    return out;
+  };
+  EXPECT_EQ(
+      ids(Call("decision.list", {{"counterparty", who}, {"status", "recorded"}, {"limit", 100}})),
+      recorded);
+  EXPECT_EQ(ids(Call("decision.list", {{"counterparty", who}, {"status", "pending"}})), pending);
   // One class, and the store refuses a class it would not list.
   json fired = Call("decision.list", {{"counterparty", who}, {"decision_class", "rule_fired"}});
   ASSERT_EQ(fired["decisions"].size(), 1u);
   EXPECT_EQ(fired["decisions"][0]["decision_id"], added[0]);
-  Status unknown = store_->Write([&](WriteTx& tx) {
-    Decision d;
-    d.id = NewId("dec_", clock_);
-    d.workspace_id = ws_.id;
-    d.decision_class = "gossip";
-    d.status = "recorded";
-    d.occurred_at = clock_.Now();
-    d.confidence = "just_guessing";
-    d.trace_id = NewId("trc_", clock_);
-    d.agent_version = "av_x";
-    d.world_version = "wv_x";
-    return tx.InsertDecision(d);
-  });
+  Status unknown =
+      store_->Write([&](WriteTx& tx) { return tx.InsertDecision(decision("gossip", "recorded")); });
   EXPECT_EQ(unknown.code(), Code::kInternal) << unknown.ToString();
-  EXPECT_EQ(Call("decision.list", {{"limit", 100}})["decisions"].size(), all["decisions"].size());
+  // ... and a status its class never has, which those lists would skip.
+  Status pending_triage =
+      store_->Write([&](WriteTx& tx) { return tx.InsertDecision(decision("triage", "pending")); });
+  EXPECT_EQ(pending_triage.code(), Code::kInternal) << pending_triage.ToString();
+  EXPECT_EQ(his("recorded"), recorded);
 }
 
 TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
@@ -261,13 +277,16 @@ TEST_F(ReadToolsTest, DueNotificationsOfEveryClassComeNewestFirst) {
   ASSERT_EQ(first["due"].size(), 2u);
   EXPECT_EQ(first["due"][0], due[0]);
   EXPECT_EQ(first["due"][1], due[1]);
-  // The store refuses a notification of a class it would not list.
-  Status unknown = store_->Write([&](WriteTx& tx) {
+  // The store refuses a notification of a class it would not list (with the episode and
+  // decision of a real one, so that nothing else is wrong with it).
+  Status unknown = store_->Write([&](WriteTx& tx) -> Status {
+    auto real = tx.GetNotification(ws_.id, NotificationFor("demo-0113"));
+    if (!real.ok()) return real.status();
     Notification n;
     n.id = NewId("ntf_", clock_);
     n.workspace_id = ws_.id;
-    n.episode_id = "ep_x";
-    n.decision_id = "dec_x";
+    n.episode_id = real->episode_id;
+    n.decision_id = real->decision_id;
     n.triage_class = "someday";
     n.surface_at = clock_.Now();
     n.created_at = clock_.Now();
@@ -349,6 +368,16 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
             std::string::npos)
       << by_entity;
   EXPECT_EQ(by_entity.find("TEMP B-TREE"), std::string::npos) << by_entity;
+  // One class's due notifications, newest first (the due list merges one per class).
+  std::string due = plan(
+      "SELECT * FROM notifications WHERE workspace_id = 'ws' AND triage_class = 'daily_digest' "
+      "AND surface_at IS NOT NULL AND surface_at > 1 AND surface_at <= 2 "
+      "ORDER BY surface_at DESC, id DESC LIMIT 5");
+  EXPECT_NE(due.find("USING INDEX notifications_by_class (workspace_id=? AND triage_class=? AND "
+                     "surface_at>? AND surface_at<?)"),
+            std::string::npos)
+      << due;
+  EXPECT_EQ(due.find("TEMP B-TREE"), std::string::npos) << due;
 }
 
 }  // namespace
