@@ -151,9 +151,10 @@ WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
                                                                 "rule_fired", "trust_transition"};
 
-// A proposal (action_proposed) is pending, executed or refused, then approved, delivered,
-// ...; every other decision is `recorded` and stays so. A counterparty's decisions of one
-// status are read only in the classes that can have it, so the store keeps to this.
+// A proposal (action_proposed) is pending, executed or refused, then rejected, expired,
+// executed, delivered or failed; every other decision is `recorded` and stays so. A counterparty's
+// decisions of one status are read only in the classes that can have it, so the store keeps to
+// this.
 inline bool DecisionClassMayHaveStatus(std::string_view cls, std::string_view status) {
   return (cls == "action_proposed") != (status == "recorded");
 }

@@ -359,6 +359,18 @@ class SqlTx final : public SqlWriteTx {
       if (out.size() > static_cast<size_t>(limit)) out.resize(limit);
       return out;
     }
+    if (f.decision_class && f.status) {
+      // A class never has the statuses DecisionClassMayHaveStatus rules out (nothing to
+      // walk a range for), and every class but proposals has one status only: the class's
+      // range alone answers.
+      if (!DecisionClassMayHaveStatus(*f.decision_class, *f.status)) return out;
+      if (*f.decision_class != "action_proposed") {
+        DecisionFilter by_class = f;
+        by_class.status.reset();
+        CORTEX_RETURN_IF_ERROR(AppendDecisions(ws, by_class, f.decision_class, limit, out));
+        return out;
+      }
+    }
     CORTEX_RETURN_IF_ERROR(AppendDecisions(ws, f, f.decision_class, limit, out));
     return out;
   }
@@ -1098,7 +1110,8 @@ class SqlTx final : public SqlWriteTx {
     Stmt s = c_.Prepare(
         "UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?"
         " AND class = 'action_proposed'");
-    return s.Bind(1, status).Bind(2, id).Bind(3, ws).Run();
+    CORTEX_RETURN_IF_ERROR(s.Bind(1, status).Bind(2, id).Bind(3, ws).Run());
+    return Changes() == 1 ? Status::Ok() : Status::Internal("no proposal " + id + " in workspace");
   }
 
   Status InsertAction(const Action& a) override {

@@ -223,10 +223,27 @@ TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
       store_->Write([&](WriteTx& tx) { return tx.InsertDecision(decision("gossip", "recorded")); });
   EXPECT_EQ(unknown.code(), Code::kInternal) << unknown.ToString();
   // ... and a status its class never has, which those lists would skip.
-  Status pending_triage =
-      store_->Write([&](WriteTx& tx) { return tx.InsertDecision(decision("triage", "pending")); });
+  Status pending_triage = store_->Write([&](WriteTx& tx) {
+    Decision d = decision("triage", "pending");
+    d.entity_id = marcus_id;
+    return tx.InsertDecision(d);
+  });
   EXPECT_EQ(pending_triage.code(), Code::kInternal) << pending_triage.ToString();
-  EXPECT_EQ(his("recorded"), recorded);
+  // Only a proposal's status moves, and never to `recorded`.
+  auto set_status = [&](const std::string& id, const std::string& status) {
+    return store_->Write([&](WriteTx& tx) { return tx.SetDecisionStatus(ws_.id, id, status); });
+  };
+  EXPECT_EQ(set_status(added[0], "rejected").code(), Code::kInternal);  // rule_fired
+  EXPECT_EQ(set_status(added[1], "recorded").code(), Code::kInternal);  // the proposal
+  EXPECT_TRUE(his("rejected").empty());
+  EXPECT_EQ(ids(Call("decision.list", {{"counterparty", who}, {"limit", 100}})), expected);
+  // A class with a status it never has is nothing; with its one status, the whole class.
+  EXPECT_TRUE(
+      Call("decision.list", {{"decision_class", "triage"}, {"status", "pending"}})["decisions"]
+          .empty());
+  EXPECT_EQ(ids(Call("decision.list",
+                     {{"decision_class", "triage"}, {"status", "recorded"}, {"limit", 100}})),
+            ids(Call("decision.list", {{"decision_class", "triage"}, {"limit", 100}})));
 }
 
 TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
@@ -279,8 +296,9 @@ TEST_F(ReadToolsTest, DueNotificationsOfEveryClassComeNewestFirst) {
   EXPECT_EQ(first["due"][1], due[1]);
   // The store refuses a notification of a class it would not list (with the episode and
   // decision of a real one, so that nothing else is wrong with it).
+  std::string real_id = NotificationFor("demo-0113");
   Status unknown = store_->Write([&](WriteTx& tx) -> Status {
-    auto real = tx.GetNotification(ws_.id, NotificationFor("demo-0113"));
+    auto real = tx.GetNotification(ws_.id, real_id);
     if (!real.ok()) return real.status();
     Notification n;
     n.id = NewId("ntf_", clock_);
