@@ -218,8 +218,7 @@ Status ParseEffect(const YAML::Node& then, Rule* r) {
   if (then["triage"]) {
     auto cls = Scalar(then["triage"], "triage", 64);
     if (!cls.ok()) return cls.status();
-    if (std::find(std::begin(kTriageClasses), std::end(kTriageClasses), *cls) ==
-        std::end(kTriageClasses)) {
+    if (!IsOneOf(kTriageClasses, *cls)) {
       return FileError::At(then["triage"],
                            "'" + *cls +
                                "' is not a triage class (interrupt_now, surface_at_transition, "

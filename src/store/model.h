@@ -151,6 +151,15 @@ WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
                                                                 "rule_fired", "trust_transition"};
 
+// Whether `value` is one of `names` (kDecisionClasses, kTriageClasses, kEpisodeKinds).
+template <size_t N>
+bool IsOneOf(const std::array<const char*, N>& names, std::string_view value) {
+  for (const char* name : names) {
+    if (value == name) return true;
+  }
+  return false;
+}
+
 // A proposal (action_proposed) is pending, executed or refused, then rejected, expired,
 // executed, delivered or failed; every other decision is `recorded` and stays so. A counterparty's
 // decisions of one status are read only in the classes that can have it, so the store keeps to

@@ -628,8 +628,7 @@ class SqlTx final : public SqlWriteTx {
 
   Status InsertDecision(const Decision& d) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(d.workspace_id));
-    if (std::none_of(kDecisionClasses.begin(), kDecisionClasses.end(),
-                     [&](const char* c) { return d.decision_class == c; })) {
+    if (!IsOneOf(kDecisionClasses, d.decision_class)) {
       return Status::Internal("a decision of unknown class '" + d.decision_class + "'");
     }
     if (!DecisionClassMayHaveStatus(d.decision_class, d.status)) {
@@ -663,8 +662,7 @@ class SqlTx final : public SqlWriteTx {
 
   Status InsertNotification(const Notification& n) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(n.workspace_id));
-    if (std::none_of(kTriageClasses.begin(), kTriageClasses.end(),
-                     [&](const char* c) { return n.triage_class == c; })) {
+    if (!IsOneOf(kTriageClasses, n.triage_class)) {
       return Status::Internal("a notification of unknown class '" + n.triage_class + "'");
     }
     Stmt s = c_.Prepare(
