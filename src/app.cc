@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/metrics.h"
+#include "core/thread_name.h"
 #include "core/time.h"
 #include "engines/config.h"
 #include "engines/delivery.h"
@@ -38,7 +39,10 @@ class BackgroundWork {
         dispatcher_(store, clock, connector, config.delivery),
         store_(store),
         clock_(clock),
-        thread_([this] { Loop(); }) {}
+        thread_([this] {
+          SetThreadName("cortex-dispatch");
+          Loop();
+        }) {}
   ~BackgroundWork() {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -2,6 +2,7 @@
 // group-committed in BEGIN IMMEDIATE transactions) and a pool of reader connections. In WAL mode
 // readers see the last committed snapshot and never wait behind the writer.
 #include <fcntl.h>
+#include <semaphore.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/limits.h"
+#include "core/thread_name.h"
 #include "core/time.h"
 #include "store/migrations.h"
 #include "store/sql.h"
@@ -322,7 +324,10 @@ class Checkpointer {
                      nullptr, nullptr) != SQLITE_OK) {
       return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_));
     }
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      SetThreadName("cortex-ckpt");
+      Loop();
+    });
     return Status::Ok();
   }
 
@@ -436,8 +441,14 @@ class SqliteStore final : public Store {
     CORTEX_RETURN_IF_ERROR(wal_.Sync());  // the migrations' commits
     CORTEX_RETURN_IF_ERROR(checkpointer_.Start(path_));
     writer_->SetCommitHook(&Checkpointer::OnCommit, &checkpointer_);
-    writer_thread_ = std::thread([this] { WriterLoop(); });
-    sync_thread_ = std::thread([this] { SyncLoop(); });
+    writer_thread_ = std::thread([this] {
+      SetThreadName("cortex-writer");
+      WriterLoop();
+    });
+    sync_thread_ = std::thread([this] {
+      SetThreadName("cortex-walsync");
+      SyncLoop();
+    });
     return Status::Ok();
   }
 
@@ -477,10 +488,13 @@ class SqliteStore final : public Store {
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability) override {
     PendingWrite me;
     me.fn = &fn;
-    std::unique_lock<std::mutex> lock(queue_mu_);
-    queue_.push_back(&me);
-    if (queue_.size() == 1) work_cv_.notify_one();  // the writer may be waiting for work
-    done_cv_.wait(lock, [&] { return me.done; });
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      queue_.push_back(&me);
+      if (queue_.size() == 1) work_cv_.notify_one();  // the writer may be waiting for work
+    }
+    while (sem_wait(&me.acked) != 0) {
+    }  // (EINTR: a signal handler ran)
     if (me.error) std::rethrow_exception(me.error);
     return me.result;
   }
@@ -509,11 +523,21 @@ class SqliteStore final : public Store {
   }
 
  private:
+  // A queued write. Its caller sleeps on `acked` alone: an acknowledgement wakes exactly
+  // the batch's callers, not every waiting one (with one condition variable for all, each
+  // batch woke ~30 threads to find ~10 done, each retaking the queue's lock). A POSIX
+  // semaphore may be destroyed as soon as sem_wait returns, so the caller's stack frame
+  // can go while sem_post is still returning.
   struct PendingWrite {
+    PendingWrite() { sem_init(&acked, /*pshared=*/0, 0); }
+    ~PendingWrite() { sem_destroy(&acked); }
+    PendingWrite(const PendingWrite&) = delete;
+    PendingWrite& operator=(const PendingWrite&) = delete;
+
     const std::function<Status(WriteTx&)>* fn = nullptr;
     Status result;
     std::exception_ptr error;  // rethrown in the caller's thread
-    bool done = false;
+    sem_t acked;               // posted once result and error are final
   };
 
   void WriterLoop() {
@@ -565,9 +589,8 @@ class SqliteStore final : public Store {
   void Acknowledge(const std::vector<PendingWrite*>& batch, const Status& synced) {
     for (PendingWrite* w : batch) {
       if (w->result.ok() && !synced.ok()) w->result = synced;
-      w->done = true;
+      sem_post(&w->acked);  // the last touch: the caller may return at once
     }
-    done_cv_.notify_all();
   }
 
   void SyncLoop() {
@@ -743,10 +766,9 @@ class SqliteStore final : public Store {
   }
 
   std::string path_;
-  std::mutex queue_mu_;                  // guards the queues, the flags and PendingWrite::done
+  std::mutex queue_mu_;                  // guards the queues and the flags
   std::condition_variable work_cv_;      // queue_ has writes, or the writer is to stop
   std::condition_variable sync_cv_;      // unsynced_ has writes, or the syncer is to stop
-  std::condition_variable done_cv_;      // some PendingWrite is done
   std::vector<PendingWrite*> queue_;     // to run
   std::vector<PendingWrite*> unsynced_;  // committed, to sync
   bool stop_writer_ = false;

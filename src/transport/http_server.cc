@@ -29,6 +29,7 @@
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/thread_name.h"
 #include "transport/flood_guard.h"
 
 namespace cortex {
@@ -231,6 +232,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // its commit. The response is sent from the connection's own worker.
       net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req), keep_alive,
                                      start]() mutable {
+        thread_local bool named = (SetThreadName("cortex-write"), true);
+        (void)named;
         if (self->server_.cut_off) {
           // Past the shutdown grace period nothing more is answered: do not start work
           // whose acknowledgement could never be sent.
@@ -552,7 +555,10 @@ void HttpServer::Run() {
   impl_->Accept();
   std::vector<std::thread> threads;
   for (auto& worker : impl_->workers) {
-    threads.emplace_back([&w = *worker] { w.ioc.run(); });
+    threads.emplace_back([&w = *worker] {
+      SetThreadName("cortex-io");
+      w.ioc.run();
+    });
   }
   // The main context's run() returns once the acceptor and the signal wait are gone and
   // every connection has closed (or the shutdown grace period ran out).
