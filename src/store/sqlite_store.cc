@@ -242,7 +242,7 @@ class WriteAheadLog {
   // Opens the log at `path`, and syncs its directory once so that the file itself survives
   // a power loss.
   Status Open(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(sync_mu_);
     path_ = path;
     CORTEX_RETURN_IF_ERROR(Reopen());
     int dir = ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_CLOEXEC);
@@ -255,29 +255,35 @@ class WriteAheadLog {
 
   // Every commit that returned before this call is on disk when it returns Ok.
   Status Sync() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!failed_.ok()) return failed_;
+    std::lock_guard<std::mutex> lock(sync_mu_);
+    if (Status health = Health(); !health.ok()) return health;
     // SQLite keeps the log while a connection is open (it truncates, never replaces it);
     // if it were ever replaced, syncing the old file would sync nothing of the new.
     struct stat now, held;
     if (::stat(path_.c_str(), &now) != 0 || ::fstat(fd_, &held) != 0 || now.st_ino != held.st_ino ||
         now.st_dev != held.st_dev) {
-      failed_ = Reopen();
-      if (!failed_.ok()) return failed_;
+      if (Status reopened = Reopen(); !reopened.ok()) return Fail(reopened);
     }
-    if (::fdatasync(fd_) != 0) failed_ = Error("cannot sync the write-ahead log", errno);
-    return failed_;
+    if (::fdatasync(fd_) != 0) return Fail(Error("cannot sync the write-ahead log", errno));
+    return Status::Ok();
   }
 
-  // The first failed sync's error, or Ok: after one, nothing more may be written.
+  // The first failed sync's error, or Ok: after one, nothing more may be written. Never
+  // waits for a sync under way (the writer asks before every batch).
   Status Health() {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(state_mu_);
     return failed_;
   }
 
  private:
   static Status Error(const std::string& what, int err) {
     return Status::Internal("sqlite: " + what + ": " + std::strerror(err));
+  }
+
+  Status Fail(const Status& error) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failed_.ok()) failed_ = error;
+    return failed_;
   }
 
   Status Reopen() {
@@ -288,10 +294,11 @@ class WriteAheadLog {
     return Status::Ok();
   }
 
-  std::mutex mu_;  // held across each sync
+  std::mutex sync_mu_;  // held across each sync; guards path_ and fd_
   std::string path_;
   int fd_ = -1;
-  Status failed_;  // the first failed sync's error
+  std::mutex state_mu_;  // guards failed_ alone, so that asking never waits for a sync
+  Status failed_;        // the first failed sync's error
 };
 
 // Checkpoints beside the writer. A checkpoint copies the log's newest version of each page
