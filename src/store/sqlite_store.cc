@@ -547,6 +547,8 @@ class SqliteStore final : public Store {
     sem_t acked;               // posted once result and error are final
   };
 
+  // Wakes (a caller's semaphore, the sync thread) happen after the queue's lock is let go:
+  // a thread woken while it is held would run at once, on this CPU, only to wait for it.
   void WriterLoop() {
     std::unique_lock<std::mutex> lock(queue_mu_);
     while (true) {
@@ -558,8 +560,8 @@ class SqliteStore final : public Store {
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       lock.unlock();
       if (Status health = wal_.Health(); !health.ok()) {  // see WriteAheadLog
-        lock.lock();
         Acknowledge(batch, health);
+        lock.lock();
         continue;
       }
       bool committed = false;
@@ -574,25 +576,28 @@ class SqliteStore final : public Store {
           if (w->result.ok()) w->result = Status::Internal("write failed");
         }
       }
-      lock.lock();
       if (!committed) {  // nothing of it was written: nothing to sync
         Acknowledge(batch, Status::Ok());
-      } else if (queue_.empty()) {
+        lock.lock();
+        continue;
+      }
+      lock.lock();
+      if (queue_.empty()) {
         // Nothing to run meanwhile: sync here, which saves a hand-off to the sync thread
         // (a request's latency when the load is light).
         lock.unlock();
-        Status synced = wal_.Sync();
-        lock.lock();
-        Acknowledge(batch, synced);
+        Acknowledge(batch, wal_.Sync());
       } else {  // visible to readers now, durable after the sync thread's next sync
         unsynced_.insert(unsynced_.end(), batch.begin(), batch.end());
+        lock.unlock();
         sync_cv_.notify_one();
       }
+      lock.lock();
     }
   }
 
   // Answers a batch's callers. A failed sync leaves the writes' fate unknown: each caller
-  // is told it failed. REQUIRES: queue_mu_ held.
+  // is told it failed. Needs no lock: a batch belongs to the thread that answers it.
   void Acknowledge(const std::vector<PendingWrite*>& batch, const Status& synced) {
     for (PendingWrite* w : batch) {
       if (w->result.ok() && !synced.ok()) w->result = synced;
@@ -608,9 +613,8 @@ class SqliteStore final : public Store {
       std::vector<PendingWrite*> batch;
       batch.swap(unsynced_);  // all committed before this sync starts
       lock.unlock();
-      Status synced = wal_.Sync();
+      Acknowledge(batch, wal_.Sync());
       lock.lock();
-      Acknowledge(batch, synced);
     }
   }
 
