@@ -31,7 +31,11 @@ namespace cortex {
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;  // another process (e.g. `cortex ingest`) holds the lock
-constexpr size_t kMaxReaders = 8;
+// Idle readers kept open: as many as the write pool's threads can use at once (each write
+// request reads its token, workspace and quota on a reader before queueing its write).
+// With 8, a burst of writes opened and closed connections all along (134 a second at 32
+// connections), each parsing the schema and preparing its statements again.
+constexpr size_t kMaxReaders = limits::kWriteThreads;
 // Each write of a group commit but the first runs in a savepoint, whose statement journal
 // (the pages it changed, for a rollback) SQLite keeps in memory up to this size and then
 // spills to a temp file, two writes per page. An action.communicate changes 30-45 pages
