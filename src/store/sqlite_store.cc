@@ -262,10 +262,15 @@ class WriteAheadLog {
     std::lock_guard<std::mutex> lock(sync_mu_);
     if (Status health = Health(); !health.ok()) return health;
     // SQLite keeps the log while a connection is open (it truncates, never replaces it);
-    // if it were ever replaced, syncing the old file would sync nothing of the new.
-    struct stat now, held;
-    if (::stat(path_.c_str(), &now) != 0 || ::fstat(fd_, &held) != 0 || now.st_ino != held.st_ino ||
-        now.st_dev != held.st_dev) {
+    // if it were ever replaced, syncing the old file would sync nothing of the new. Only
+    // the inode number is asked for: asking for the times too (stat, fstat) makes Linux
+    // (6.13 and later) give the next write a fine-grained modification time, so every
+    // commit changed the inode and every fdatasync had to write it as well (on this
+    // machine's ext4, ~25% longer per sync).
+    struct statx now, held;
+    if (::statx(AT_FDCWD, path_.c_str(), 0, STATX_INO, &now) != 0 ||
+        ::statx(fd_, "", AT_EMPTY_PATH, STATX_INO, &held) != 0 || now.stx_ino != held.stx_ino ||
+        now.stx_dev_major != held.stx_dev_major || now.stx_dev_minor != held.stx_dev_minor) {
       if (Status reopened = Reopen(); !reopened.ok()) return Fail(reopened);
     }
     if (::fdatasync(fd_) != 0) return Fail(Error("cannot sync the write-ahead log", errno));
