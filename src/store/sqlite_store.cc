@@ -591,9 +591,11 @@ class SqliteStore final : public Store {
         continue;
       }
       lock.lock();
-      if (queue_.empty()) {
-        // Nothing to run meanwhile: sync here, which saves a hand-off to the sync thread
-        // (a request's latency when the load is light).
+      if (queue_.empty() && !syncing_) {
+        // Nothing to run meanwhile and no flush under way: sync here, which saves a
+        // hand-off to the sync thread (a request's latency when the load is light). While
+        // the sync thread is flushing, the batch goes to it instead, so that the writer is
+        // free for writes that arrive meanwhile rather than held in an fdatasync of its own.
         lock.unlock();
         Acknowledge(batch, wal_.Sync());
       } else {  // visible to readers now, durable after the sync thread's next sync
@@ -621,9 +623,11 @@ class SqliteStore final : public Store {
       if (unsynced_.empty()) return;
       std::vector<PendingWrite*> batch;
       batch.swap(unsynced_);  // all committed before this sync starts
+      syncing_ = true;
       lock.unlock();
       Acknowledge(batch, wal_.Sync());
       lock.lock();
+      syncing_ = false;
     }
   }
 
@@ -793,6 +797,7 @@ class SqliteStore final : public Store {
   std::vector<PendingWrite*> unsynced_;  // committed, to sync
   bool stop_writer_ = false;
   bool stop_syncer_ = false;
+  bool syncing_ = false;  // the sync thread is flushing (or answering) a batch
   std::thread writer_thread_;
   std::thread sync_thread_;
   std::mutex write_mu_;  // the writer connection (batches, migrations, SchemaVersion)
