@@ -39,10 +39,9 @@ class BackgroundWork {
         dispatcher_(store, clock, connector, config.delivery),
         store_(store),
         clock_(clock),
-        thread_([this] {
-          SetThreadName("cortex-dispatch");
-          Loop();
-        }) {}
+        thread_([this] { Loop(); }) {
+    NameThread(thread_, "cortex-dispatch");
+  }
   ~BackgroundWork() {
     {
       std::lock_guard<std::mutex> lock(mu_);

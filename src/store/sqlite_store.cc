@@ -343,10 +343,8 @@ class Checkpointer {
                      nullptr, nullptr) != SQLITE_OK) {
       return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_));
     }
-    thread_ = std::thread([this] {
-      SetThreadName("cortex-ckpt");
-      Loop();
-    });
+    thread_ = std::thread([this] { Loop(); });
+    NameThread(thread_, "cortex-ckpt");
     return Status::Ok();
   }
 
@@ -460,14 +458,10 @@ class SqliteStore final : public Store {
     CORTEX_RETURN_IF_ERROR(wal_.Sync());  // the migrations' commits
     CORTEX_RETURN_IF_ERROR(checkpointer_.Start(path_));
     writer_->SetCommitHook(&Checkpointer::OnCommit, &checkpointer_);
-    writer_thread_ = std::thread([this] {
-      SetThreadName("cortex-writer");
-      WriterLoop();
-    });
-    sync_thread_ = std::thread([this] {
-      SetThreadName("cortex-walsync");
-      SyncLoop();
-    });
+    writer_thread_ = std::thread([this] { WriterLoop(); });
+    NameThread(writer_thread_, "cortex-writer");
+    sync_thread_ = std::thread([this] { SyncLoop(); });
+    NameThread(sync_thread_, "cortex-walsync");
     return Status::Ok();
   }
 

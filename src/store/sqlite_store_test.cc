@@ -4,7 +4,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -167,6 +169,21 @@ TEST(GroupCommitTest, NoWriteIsAcknowledgedOnceTheLogCannotBeSynced) {
     EXPECT_NE(st.message().find("write-ahead log"), std::string::npos) << st.message();
     // A file at the log's path again: it could be synced, but the failure stands.
     std::ofstream(store.location() + "/cortex.db-wal").put('x');
+  }
+}
+
+// The store's threads carry names an operator sees in `top -H`, `ps -L` and `perf`.
+TEST(GroupCommitTest, TheStoresThreadsAreNamed) {
+  testing::TempStore store;
+  if (store.is_postgres()) GTEST_SKIP() << "the SQLite store's threads";
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    names.insert(name);
+  }
+  for (const char* name : {"cortex-writer", "cortex-walsync", "cortex-ckpt"}) {
+    EXPECT_GE(names.count(name), 1u) << name;
   }
 }
 

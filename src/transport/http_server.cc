@@ -232,7 +232,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // its commit. The response is sent from the connection's own worker.
       net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req), keep_alive,
                                      start]() mutable {
-        thread_local bool named = (SetThreadName("cortex-write"), true);
+        thread_local bool named = (NameThread(pthread_self(), "cortex-write"), true);
         (void)named;
         if (self->server_.cut_off) {
           // Past the shutdown grace period nothing more is answered: do not start work
@@ -555,10 +555,8 @@ void HttpServer::Run() {
   impl_->Accept();
   std::vector<std::thread> threads;
   for (auto& worker : impl_->workers) {
-    threads.emplace_back([&w = *worker] {
-      SetThreadName("cortex-io");
-      w.ioc.run();
-    });
+    threads.emplace_back([&w = *worker] { w.ioc.run(); });
+    NameThread(threads.back(), "cortex-io");
   }
   // The main context's run() returns once the acceptor and the signal wait are gone and
   // every connection has closed (or the shutdown grace period ran out).
