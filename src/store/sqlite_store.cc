@@ -559,8 +559,6 @@ class SqliteStore final : public Store {
     sem_t acked;               // posted once result and error are final
   };
 
-  // Wakes (a caller's semaphore, the sync thread) happen after the queue's lock is let go:
-  // a thread woken while it is held would run at once, on this CPU, only to wait for it.
   void WriterLoop() {
     std::unique_lock<std::mutex> lock(queue_mu_);
     while (true) {
@@ -571,43 +569,43 @@ class SqliteStore final : public Store {
       batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       lock.unlock();
-      if (Status health = wal_.Health(); !health.ok()) {  // see WriteAheadLog
-        Acknowledge(batch, health);
-        lock.lock();
-        continue;
-      }
-      bool committed = false;
-      try {
-        committed = RunBatch(batch);
-      } catch (...) {
-        // Only SQLite's own statements can throw here (out of memory): never leave the
-        // writer inside a transaction.
-        std::lock_guard<std::mutex> write_lock(write_mu_);
-        (void)writer_->Exec("ROLLBACK");
-        for (PendingWrite* w : batch) {
-          if (w->result.ok()) w->result = Status::Internal("write failed");
-        }
-      }
-      if (!committed) {  // nothing of it was written: nothing to sync
-        Acknowledge(batch, Status::Ok());
-        lock.lock();
-        continue;
-      }
-      lock.lock();
-      if (queue_.empty() && unsynced_.empty() && !syncing_) {
-        // Nothing to run meanwhile and no flush under way: sync here, which saves a
-        // hand-off to the sync thread (a request's latency when the load is light). While
-        // the sync thread is flushing, the batch goes to it instead, so that the writer is
-        // free for writes that arrive meanwhile rather than held in an fdatasync of its own.
-        lock.unlock();
-        Acknowledge(batch, wal_.Sync());
-      } else {  // visible to readers now, durable after the sync thread's next sync
-        unsynced_.insert(unsynced_.end(), batch.begin(), batch.end());
-        lock.unlock();
-        sync_cv_.notify_one();
-      }
+      CommitAndHandOver(batch);
       lock.lock();
     }
+  }
+
+  // Runs a batch, then syncs and answers it or leaves it to the sync thread. Called without
+  // the queue's lock, and wakes (a caller's semaphore, the sync thread) happen outside it: a
+  // thread woken while it is held would run at once, on this CPU, only to wait for it.
+  void CommitAndHandOver(const std::vector<PendingWrite*>& batch) {
+    if (Status health = wal_.Health(); !health.ok()) {  // see WriteAheadLog
+      return Acknowledge(batch, health);
+    }
+    bool committed = false;
+    try {
+      committed = RunBatch(batch);
+    } catch (...) {
+      // Only SQLite's own statements can throw here (out of memory): never leave the
+      // writer inside a transaction.
+      std::lock_guard<std::mutex> write_lock(write_mu_);
+      (void)writer_->Exec("ROLLBACK");
+      for (PendingWrite* w : batch) {
+        if (w->result.ok()) w->result = Status::Internal("write failed");
+      }
+    }
+    if (!committed) return Acknowledge(batch, Status::Ok());  // nothing written, nothing to sync
+    bool sync_here = false;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      // Nothing to run meanwhile and no flush under way: sync here, which saves a hand-off
+      // to the sync thread (a request's latency when the load is light). Otherwise the sync
+      // thread takes it, so that the writer is free for writes that arrive meanwhile rather
+      // than held in an fdatasync of its own.
+      sync_here = queue_.empty() && unsynced_.empty() && !syncing_;
+      if (!sync_here) unsynced_.insert(unsynced_.end(), batch.begin(), batch.end());
+    }
+    if (sync_here) return Acknowledge(batch, wal_.Sync());
+    sync_cv_.notify_one();  // visible to readers now, durable after the sync thread's sync
   }
 
   // Answers a batch's callers. A failed sync leaves the writes' fate unknown: each caller
