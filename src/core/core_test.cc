@@ -313,7 +313,15 @@ TEST(IdsTest, LaterClockSortsLater) {
 // still sort after it.
 TEST(IdsTest, NewIdAfterStaysAboveAVersionFromAFasterClock) {
   FixedClock clock(*ParseTime("2026-06-10T14:32:00Z"));
-  std::string ahead = IdFloor("wv_", *ParseTime("2026-06-10T14:33:00Z"));
+  // Ids never go back within a process, and tests run earlier (or an earlier --gtest_repeat
+  // round) may have minted ids on later clocks: "ahead" is ahead of the newest id this
+  // process would mint now, not only of `clock`.
+  std::string newest = NewId("wv_", clock);
+  TimePoint later = clock.Now() + std::chrono::minutes(1);
+  for (auto step = std::chrono::minutes(1); IdFloor("wv_", later) <= newest; step *= 2) {
+    later += step;
+  }
+  std::string ahead = IdFloor("wv_", later);
   std::string next = NewIdAfter("wv_", clock, ahead);
   EXPECT_GT(next, ahead);
   EXPECT_TRUE(IsId(next, "wv_"));
