@@ -54,6 +54,11 @@ constexpr int kCheckpointEveryFrames = 8000;
 // background checkpoint never catches up with a writer that keeps committing, and SQLite
 // starts the log over only after a checkpoint has copied all of it (docs/store.md).
 constexpr int kWriterCheckpointFrames = 32000;
+// A pass held back by a reader (one that began while the log was fully copied reads the
+// database file alone, and nothing may be copied under it), so that it copied nothing and
+// left kCheckpointEveryFrames or more behind, or refused (another process is
+// checkpointing), is tried again after this long: the writer's next request may never come.
+constexpr auto kCheckpointRetry = std::chrono::milliseconds(100);
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {
@@ -413,14 +418,27 @@ class Checkpointer {
       lock.unlock();
       // An I/O error leaves the log as it was (a checkpoint can be run again), and the
       // writer's own checkpoint will try again.
-      int rc = sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
-      if (rc == SQLITE_OK) rc = SyncDatabase();
+      // A reader holds a pass back: SQLite copies only what no reader may still need from
+      // the database file, and says OK even when that is nothing. `copied` counts from the
+      // log's start (which moves when the log starts over).
+      int log_frames = 0, copied = 0;
+      int rc =
+          sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
+      bool progressed = rc == SQLITE_OK && copied != copied_;
+      if (rc == SQLITE_OK) copied_ = copied;
+      if (progressed) rc = SyncDatabase();
       if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
         spdlog::warn("background checkpoint failed: {}", sqlite3_errmsg(db_));
       }
+      bool held_back = rc == SQLITE_BUSY || (rc == SQLITE_OK && !progressed &&
+                                             log_frames - copied >= kCheckpointEveryFrames);
       lock.lock();
       running_ = false;
       cv_.notify_all();  // Pause()
+      if (held_back && !wanted_) {
+        cv_.wait_for(lock, kCheckpointRetry, [&] { return wanted_ || stop_; });
+        wanted_ = true;
+      }
     }
   }
 
@@ -443,6 +461,7 @@ class Checkpointer {
   bool wanted_ = false, running_ = false, paused_ = false, stop_ = false;  // guarded by mu_
   int next_at_ = kCheckpointEveryFrames;  // the writer thread's (OnCommit)
   int last_frames_ = 0;
+  int copied_ = 0;  // the log's frames copied as of the last pass (Loop's)
 };
 
 class SqliteStore final : public Store {
