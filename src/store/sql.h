@@ -133,12 +133,13 @@ std::unique_ptr<SqlWriteTx> NewSqlTx(SqlConn& conn);
 // The look-ups triage runs for every message, named so that the query-plan test checks
 // the very statements that run (sqlite_store_test.cc): each must read an index alone.
 namespace triage_sql {
-const std::string& AnyEarlier();           // any episode with a counterparty up to a time
-extern const char* const kLastSent;        // our last message to them
-extern const char* const kUnanswered;      // their messages since then
-extern const char* const kThreadCount;     // a thread's messages in a window
-extern const char* const kActiveBlockEnd;  // the latest end of a block open at a time
-const std::string& ActiveBlock();          // the block with that end
+extern const char* const kEarlierReceived;  // their messages up to a time
+const std::string& EarlierOther();          // their episodes of other kinds up to a time
+extern const char* const kLastSent;         // our last message to them
+extern const char* const kUnanswered;       // their messages since then
+extern const char* const kThreadCount;      // a thread's messages in a window
+extern const char* const kActiveBlockEnd;   // the latest end of a block open at a time
+const std::string& ActiveBlock();           // the block with that end
 }  // namespace triage_sql
 
 }  // namespace cortex

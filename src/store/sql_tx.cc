@@ -23,12 +23,20 @@ constexpr const char* kEpisodeSelect =
 
 namespace triage_sql {
 
-const std::string& AnyEarlier() {
+const char* const kEarlierReceived =
+    "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ?"
+    " AND kind = 'message_received' AND occurred_at <= ? LIMIT 1";
+
+const std::string& EarlierOther() {
   // One seek per kind in episodes_by_entity_kind, rather than a walk over the
-  // counterparty's whole history.
+  // counterparty's whole history; messages either way are kLastSent's and
+  // kEarlierReceived's.
   static const std::string sql = [] {
     std::string kinds;
-    for (const char* k : kEpisodeKinds) kinds += std::string(kinds.empty() ? "'" : ", '") + k + "'";
+    for (std::string_view k : kEpisodeKinds) {
+      if (k == "message_sent" || k == "message_received") continue;
+      kinds += (kinds.empty() ? "'" : ", '") + std::string(k) + "'";
+    }
     return "SELECT 1 FROM episodes WHERE workspace_id = ? AND entity_id = ? AND kind IN (" + kinds +
            ") AND occurred_at <= ? LIMIT 1";
   }();
@@ -267,11 +275,13 @@ class SqlTx final : public SqlWriteTx {
       }
       CORTEX_RETURN_IF_ERROR(st);
     }
-    // Our message to them, or theirs awaiting a reply, is an earlier episode already: the
-    // seek per episode kind is left for a quiet or first contact.
+    // Our message to them, or theirs awaiting a reply, is an earlier episode already. Else
+    // an older message of theirs, the likelier (one seek), and only then the other kinds
+    // (a seek each): a first contact costs three seeks.
     h.any_earlier = sent || h.unanswered > 0;
-    if (!h.any_earlier) {
-      Stmt s = c_.Prepare(triage_sql::AnyEarlier());
+    for (const char* sql : {triage_sql::kEarlierReceived, triage_sql::EarlierOther().c_str()}) {
+      if (h.any_earlier) break;
+      Stmt s = c_.Prepare(sql);
       s.Bind(1, ws).Bind(2, entity_id).Bind(3, t);
       h.any_earlier = s.Step(&st);
       CORTEX_RETURN_IF_ERROR(st);

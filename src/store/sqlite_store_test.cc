@@ -558,7 +558,8 @@ TEST(QueryPlanTest, TriageLookupsReadOnlyAnIndex) {
   const std::string by_entity_kind =
       "COVERING INDEX episodes_by_entity_kind (workspace_id=? AND entity_id=? AND kind=? AND ";
   const std::pair<std::string, std::string> lookups[] = {
-      {triage_sql::AnyEarlier(), by_entity_kind + "occurred_at<?)"},
+      {triage_sql::kEarlierReceived, by_entity_kind + "occurred_at<?)"},
+      {triage_sql::EarlierOther(), by_entity_kind + "occurred_at<?)"},
       {triage_sql::kLastSent, by_entity_kind + "occurred_at<?)"},
       {triage_sql::kUnanswered, by_entity_kind + "occurred_at>? AND occurred_at<?)"},
       {triage_sql::kThreadCount,
