@@ -29,8 +29,8 @@ const char* const kEarlierReceived =
 
 const std::string& EarlierOther() {
   // One seek per kind in episodes_by_entity_kind, rather than a walk over the
-  // counterparty's whole history; messages either way are kLastSent's and
-  // kEarlierReceived's.
+  // counterparty's whole history; messages in either direction are left to kLastSent and
+  // kEarlierReceived.
   static const std::string sql = [] {
     std::string kinds;
     for (std::string_view k : kEpisodeKinds) {
@@ -277,7 +277,7 @@ class SqlTx final : public SqlWriteTx {
     }
     // Our message to them, or theirs awaiting a reply, is an earlier episode already. Else
     // an older message of theirs, the likelier (one seek), and only then the other kinds
-    // (a seek each): a first contact costs three seeks.
+    // (a seek each): a first contact costs three seeks more.
     h.any_earlier = sent || h.unanswered > 0;
     for (const char* sql : {triage_sql::kEarlierReceived, triage_sql::EarlierOther().c_str()}) {
       if (h.any_earlier) break;

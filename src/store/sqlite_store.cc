@@ -54,11 +54,13 @@ constexpr int kCheckpointEveryFrames = 8000;
 // background checkpoint never catches up with a writer that keeps committing, and SQLite
 // starts the log over only after a checkpoint has copied all of it (docs/store.md).
 constexpr int kWriterCheckpointFrames = 32000;
-// A pass held back by a reader (one that began while the log was fully copied reads the
-// database file alone, and nothing may be copied under it), so that it copied nothing and
-// left kCheckpointEveryFrames or more behind, or refused (another process is
-// checkpointing), is tried again after this long: the writer's next request may never come.
+// A pass that leaves kCheckpointEveryFrames pages or more behind is tried again after this
+// long, doubling up to 3.2 s while passes copy nothing. Readers hold passes back: one
+// that began while the log was fully copied reads the database file alone, and nothing may
+// be copied under it; one with an older snapshot stops the copy where its snapshot ends.
+// Another process's checkpoint refuses one (SQLITE_BUSY).
 constexpr auto kCheckpointRetry = std::chrono::milliseconds(100);
+constexpr auto kCheckpointMaxRetry = std::chrono::milliseconds(3200);
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {
@@ -326,7 +328,8 @@ class WriteAheadLog {
 // writer's commit hook asks this thread for a checkpoint each time the log has grown by
 // kCheckpointEveryFrames pages, and the thread runs it PASSIVE (never waiting for, nor
 // blocking, the writer or the readers) on a connection of its own, through SQLite's
-// default VFS, then syncs the database (SyncDatabase). It never writes the log. SQLite
+// default VFS, then syncs the database if it copied anything (SyncDatabase); one held back
+// by readers is tried again (kCheckpointRetry). It never writes the log. SQLite
 // starts the log over at the writer's first write after a checkpoint that copied all of
 // it, which while commits keep coming a pass never does; so the writer still checkpoints
 // itself at kWriterCheckpointFrames, copying only what came after the last pass. Safety is
@@ -417,26 +420,30 @@ class Checkpointer {
       running_ = true;
       lock.unlock();
       // An I/O error leaves the log as it was (a checkpoint can be run again), and the
-      // writer's own checkpoint will try again.
-      // A reader holds a pass back: SQLite copies only what no reader may still need from
-      // the database file, and says OK even when that is nothing. `copied` counts from the
-      // log's start (which moves when the log starts over).
+      // writer's own checkpoint will try again. Readers can hold a pass back: it copies
+      // only what no reader may still need from the database file, and SQLite answers OK
+      // even when that is nothing. `copied` counts from the log's start, so it goes back to
+      // 0 when the log starts over: 0 is never progress.
       int log_frames = 0, copied = 0;
       int rc =
           sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
-      bool progressed = rc == SQLITE_OK && copied != copied_;
-      if (rc == SQLITE_OK) copied_ = copied;
+      bool progressed = rc == SQLITE_OK && copied > 0 && copied != copied_;
       if (progressed) rc = SyncDatabase();
+      if (rc == SQLITE_OK) copied_ = copied;  // after the sync: a failed one is tried again
       if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
         spdlog::warn("background checkpoint failed: {}", sqlite3_errmsg(db_));
       }
-      bool held_back = rc == SQLITE_BUSY || (rc == SQLITE_OK && !progressed &&
-                                             log_frames - copied >= kCheckpointEveryFrames);
+      // Still a request's worth behind (held back, or refused by another process's
+      // checkpoint): the writer's next request may never come, so try again, sooner while
+      // passes make progress, backing off while one reader holds them all back.
+      bool behind =
+          rc == SQLITE_BUSY || (rc == SQLITE_OK && log_frames - copied >= kCheckpointEveryFrames);
+      retry_ = progressed ? kCheckpointRetry : std::min(2 * retry_, kCheckpointMaxRetry);
       lock.lock();
       running_ = false;
       cv_.notify_all();  // Pause()
-      if (held_back && !wanted_) {
-        cv_.wait_for(lock, kCheckpointRetry, [&] { return wanted_ || stop_; });
+      if (behind && !wanted_) {
+        cv_.wait_for(lock, retry_, [&] { return wanted_ || stop_; });
         wanted_ = true;
       }
     }
@@ -445,8 +452,8 @@ class Checkpointer {
   // SQLite syncs the database at the end of a checkpoint only when it copied the whole log,
   // which with the writer committing meanwhile it seldom does: the pages it copied would
   // wait in the page cache for the writer's own checkpoint to sync them all, a pause of
-  // 200-270 ms at 32 connections. Synced here after every pass, they are few by then
-  // (pauses under ~100 ms); an extra sync is never unsafe.
+  // 200-270 ms at 32 connections. Synced here after every pass that copied some, they are
+  // few by then (pauses under ~100 ms); an extra sync is never unsafe.
   int SyncDatabase() {
     sqlite3_file* file = nullptr;
     int rc = sqlite3_file_control(db_, "main", SQLITE_FCNTL_FILE_POINTER, &file);
@@ -461,7 +468,8 @@ class Checkpointer {
   bool wanted_ = false, running_ = false, paused_ = false, stop_ = false;  // guarded by mu_
   int next_at_ = kCheckpointEveryFrames;  // the writer thread's (OnCommit)
   int last_frames_ = 0;
-  int copied_ = 0;  // the log's frames copied as of the last pass (Loop's)
+  int copied_ = 0;  // the log's frames copied and synced as of the last pass (Loop's)
+  std::chrono::milliseconds retry_ = kCheckpointRetry;  // Loop's
 };
 
 class SqliteStore final : public Store {
