@@ -438,7 +438,7 @@ class Checkpointer {
       // passes make progress, backing off while one reader holds them all back.
       bool behind =
           rc == SQLITE_BUSY || (rc == SQLITE_OK && log_frames - copied >= kCheckpointEveryFrames);
-      retry_ = progressed ? kCheckpointRetry : std::min(2 * retry_, kCheckpointMaxRetry);
+      retry_ = behind && !progressed ? std::min(2 * retry_, kCheckpointMaxRetry) : kCheckpointRetry;
       lock.lock();
       running_ = false;
       cv_.notify_all();  // Pause()
