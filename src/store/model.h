@@ -280,6 +280,24 @@ struct OutboxItem {
   TimePoint created_at;
 };
 
+// A triage decision as action.communicate links a message to it (the rest of the row stays
+// unread).
+struct TriageLink {
+  std::string decision_id;
+  std::optional<std::string> rule_id;
+  std::optional<std::string> rule_summary;
+  std::string confidence;
+  std::vector<std::string> source_episode_ids;
+  std::string triage_class;  // from the decision's details
+};
+
+// What a decision's provenance shows of an episode it cites.
+struct EpisodeSummary {
+  std::string id;
+  std::string summary;
+  TimePoint occurred_at;
+};
+
 struct WorldCounts {
   int64_t entities = 0;
   int64_t episodes = 0;

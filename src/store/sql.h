@@ -24,6 +24,7 @@ namespace cortex {
 class SqlStatement {
  public:
   virtual ~SqlStatement() = default;
+  // `v` must stay valid until the statement is reset: SQLite reads it in place.
   virtual void BindText(int i, std::string_view v) = 0;
   virtual void BindInt(int i, int64_t v) = 0;
   virtual void BindNull(int i) = 0;
@@ -39,6 +40,10 @@ class SqlStatement {
 
 // A handle on a cached statement: typed binds that chain, typed column reads, and a reset
 // when it goes out of scope.
+//
+// Text is bound without a copy (copying every bound string was ~5% of an ingested line's
+// instructions), so what is bound must outlive the statement's steps: a named string or a
+// literal does; binding a temporary does not compile.
 class Stmt {
  public:
   explicit Stmt(SqlStatement& s) : s_(s) {}
@@ -48,6 +53,12 @@ class Stmt {
 
   Stmt& Bind(int i, const std::string& v) {
     s_.BindText(i, v);
+    return *this;
+  }
+  Stmt& Bind(int i, std::string&& v) = delete;
+  template <size_t N>
+  Stmt& Bind(int i, const char (&literal)[N]) {
+    s_.BindText(i, std::string_view(literal, N - 1));
     return *this;
   }
   Stmt& Bind(int i, int64_t v) {
@@ -63,6 +74,8 @@ class Stmt {
   Stmt& Bind(int i, const std::optional<T>& v) {
     return v ? Bind(i, *v) : BindNull(i);
   }
+  template <typename T>
+  Stmt& Bind(int i, std::optional<T>&& v) = delete;
 
   bool Step(Status* status) { return s_.Step(status); }
   // Runs a statement that returns no rows.

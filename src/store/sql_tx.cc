@@ -215,6 +215,16 @@ class SqlTx final : public SqlWriteTx {
     return EpisodeRow(s);
   }
 
+  Result<EpisodeSummary> GetEpisodeSummary(const std::string& ws, const std::string& id) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    Stmt s =
+        c_.Prepare("SELECT summary, occurred_at FROM episodes WHERE workspace_id = ? AND id = ?");
+    s.Bind(1, ws).Bind(2, id);
+    Status st;
+    if (!s.Step(&st)) return st.ok() ? Status::NotFound("no episode " + id) : st;
+    return EpisodeSummary{id, s.Text(0), s.Time(1)};
+  }
+
   Result<Episode> FindEpisodeByExternalId(const std::string& ws,
                                           const std::string& external_id) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
@@ -410,6 +420,30 @@ class SqlTx final : public SqlWriteTx {
     return st;
   }
 
+  Result<std::vector<TriageLink>> RecentTriage(const std::string& ws, const std::string& entity_id,
+                                               const std::string& min_id, int limit) override {
+    CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    Stmt s = c_.Prepare(
+        "SELECT id, rule_id, rule_summary, confidence, source_episode_ids, details"
+        " FROM decisions WHERE workspace_id = ? AND entity_id = ? AND class = 'triage'"
+        " AND id >= ? ORDER BY id DESC LIMIT ?");
+    s.Bind(1, ws).Bind(2, entity_id).Bind(3, min_id).Bind(4, static_cast<int64_t>(limit));
+    std::vector<TriageLink> out;
+    Status st;
+    while (s.Step(&st)) {
+      TriageLink t;
+      t.decision_id = s.Text(0);
+      t.rule_id = s.OptText(1);
+      t.rule_summary = s.OptText(2);
+      t.confidence = s.Text(3);
+      t.source_episode_ids = ParseStoredJson(s.Text(4)).get<std::vector<std::string>>();
+      t.triage_class = ParseStoredJson(s.Text(5)).value("triage_class", "");
+      out.push_back(std::move(t));
+    }
+    if (!st.ok()) return st;
+    return out;
+  }
+
   Result<Notification> GetNotification(const std::string& ws, const std::string& id) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     Stmt s = c_.Prepare(kNotificationSelect + std::string(" WHERE id = ? AND workspace_id = ?"));
@@ -592,11 +626,14 @@ class SqlTx final : public SqlWriteTx {
   Status SetSettings(const std::string& ws, const WorkspaceSettings& settings) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
     Stmt s = c_.Prepare("UPDATE workspaces SET settings = ? WHERE id = ?");
-    return s.Bind(1, DumpJson(SettingsToJson(settings))).Bind(2, ws).Run();
+    std::string text = DumpJson(SettingsToJson(settings));
+    return s.Bind(1, text).Bind(2, ws).Run();
   }
 
   Status InsertRule(const Rule& r) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(r.workspace_id));
+    std::string definition = DumpJson(RuleDefinitionJson(r));
+    std::string evidence = DumpJson(nlohmann::json(r.evidence));
     Stmt s = c_.Prepare(
         "INSERT INTO rules (id, workspace_id, name, origin, summary, definition, position,"
         " evidence, support, contradictions, hits, active, created_at, retired_at)"
@@ -606,9 +643,9 @@ class SqlTx final : public SqlWriteTx {
         .Bind(3, r.name)
         .Bind(4, r.origin)
         .Bind(5, r.summary)
-        .Bind(6, DumpJson(RuleDefinitionJson(r)))
+        .Bind(6, definition)
         .Bind(7, static_cast<int64_t>(r.position))
-        .Bind(8, DumpJson(nlohmann::json(r.evidence)))
+        .Bind(8, evidence)
         .Bind(9, r.support)
         .Bind(10, r.contradictions)
         .Bind(11, r.hits)
@@ -644,6 +681,7 @@ class SqlTx final : public SqlWriteTx {
     if (!DecisionClassMayHaveStatus(d.decision_class, d.status)) {
       return Status::Internal("a " + d.decision_class + " decision cannot be " + d.status);
     }
+    std::string sources = DumpJson(nlohmann::json(d.source_episode_ids));
     Stmt s = c_.Prepare(
         "INSERT INTO decisions (id, workspace_id, class, status, occurred_at, entity_id,"
         " payload_summary, rule_id, rule_summary, confidence, trace_id, agent_version,"
@@ -662,7 +700,7 @@ class SqlTx final : public SqlWriteTx {
         .Bind(11, d.trace_id)
         .Bind(12, d.agent_version)
         .Bind(13, d.world_version)
-        .Bind(14, DumpJson(nlohmann::json(d.source_episode_ids)))
+        .Bind(14, sources)
         .Bind(15, d.details_json)
         .Bind(16, d.notification_id)
         .Bind(17, d.triage_decision_id)
@@ -1182,16 +1220,12 @@ class SqlTx final : public SqlWriteTx {
   Status SetTrustStreak(const std::string& ws, const std::string& cls, const std::string& entity_id,
                         const TrustStreak& t) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
+    std::string evidence = DumpJson(nlohmann::json(t.evidence));
     Stmt s = c_.Prepare(
         "INSERT INTO trust_streaks (workspace_id, action_class, entity_id, streak, evidence)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, action_class, entity_id) DO UPDATE"
         " SET streak = excluded.streak, evidence = excluded.evidence");
-    return s.Bind(1, ws)
-        .Bind(2, cls)
-        .Bind(3, entity_id)
-        .Bind(4, t.streak)
-        .Bind(5, DumpJson(nlohmann::json(t.evidence)))
-        .Run();
+    return s.Bind(1, ws).Bind(2, cls).Bind(3, entity_id).Bind(4, t.streak).Bind(5, evidence).Run();
   }
 
   Status AppendLedger(const LedgerEntry& e, const std::string& provenance_json,

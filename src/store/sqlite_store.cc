@@ -69,7 +69,7 @@ class SqliteStatement final : public SqlStatement {
   ~SqliteStatement() override { sqlite3_finalize(s_); }
 
   void BindText(int i, std::string_view v) override {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   }
   void BindInt(int i, int64_t v) override { sqlite3_bind_int64(s_, i, v); }
   void BindNull(int i) override { sqlite3_bind_null(s_, i); }
@@ -739,10 +739,11 @@ class SqliteStore final : public Store {
       if (st.ok() && !applied) {
         st = writer_->Exec(m.sql);
         if (st.ok()) {
+          std::string name(m.name);
           Stmt rec = writer_->Prepare(
               "INSERT INTO schema_migrations (number, name, applied_at) VALUES (?, ?, ?)");
           st = rec.Bind(1, static_cast<int64_t>(m.number))
-                   .Bind(2, std::string(m.name))
+                   .Bind(2, name)
                    .Bind(3, std::chrono::system_clock::now())
                    .Run();
         }

@@ -40,6 +40,9 @@ class ReadTx {
   virtual Result<WorldCounts> CountWorld(const std::string& ws) = 0;
 
   virtual Result<Episode> GetEpisode(const std::string& ws, const std::string& episode_id) = 0;
+  // The id, summary and time of episode `episode_id` (its body stays unread).
+  virtual Result<EpisodeSummary> GetEpisodeSummary(const std::string& ws,
+                                                   const std::string& episode_id) = 0;
   virtual Result<Episode> FindEpisodeByExternalId(const std::string& ws,
                                                   const std::string& external_id) = 0;
   // The calendar block covering instant `t`, if any: started at or before `t` (and after
@@ -69,6 +72,11 @@ class ReadTx {
   // Newest first (by id), at most `limit`.
   virtual Result<std::vector<Decision>> ListDecisions(const std::string& ws,
                                                       const DecisionFilter& filter, int limit) = 0;
+  // The newest triage decisions about `entity_id` with id >= `min_id`, newest first, at
+  // most `limit`.
+  virtual Result<std::vector<TriageLink>> RecentTriage(const std::string& ws,
+                                                       const std::string& entity_id,
+                                                       const std::string& min_id, int limit) = 0;
   virtual Result<Notification> GetNotification(const std::string& ws,
                                                const std::string& notification_id) = 0;
   // Notifications (of `triage_class`, if given) whose surface_at is in (after, until]
