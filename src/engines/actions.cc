@@ -198,20 +198,17 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     }
     if (blocked) level = 0;
 
-    // 5. The notification this answers, if one from the same counterparty surfaced lately.
-    std::optional<Decision> triage;
+    // 5. The notification this answers, if one from the same counterparty surfaced lately:
+    // usually the latest triage; past a few silent ones (newsletters), none.
+    std::optional<TriageLink> triage;
     {
-      DecisionFilter f;
-      f.decision_class = "triage";
-      f.entity_id = who->id;
-      f.min_id = IdFloor("dec_", now - kTriageLinkWindow);
-      // Usually the latest one; past a few silent ones (newsletters), none.
+      std::string since = IdFloor("dec_", now - kTriageLinkWindow);
       for (int limit : {1, 5}) {
-        auto recent = tx.ListDecisions(ws, f, limit);
+        auto recent = tx.RecentTriage(ws, who->id, since, limit);
         if (!recent.ok()) return recent.status();
-        for (Decision& d : *recent) {
-          if (d.Details().value("triage_class", "") != "handle_silently") {
-            triage = std::move(d);
+        for (TriageLink& t : *recent) {
+          if (t.triage_class != "handle_silently") {
+            triage = std::move(t);
             break;
           }
         }
@@ -249,11 +246,14 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     std::vector<std::string> source_ids;
     for (const std::string& id : episode_ids) {
       if (!seen.insert(id).second || contributing.size() >= kMaxContributingEpisodes) continue;
-      auto ep = tx.GetEpisode(ws, id);
+      auto ep = tx.GetEpisodeSummary(ws, id);
       if (!ep.ok()) continue;  // evidence always exists; be lenient rather than fail a send
-      contributing.push_back(
-          {{"id", ep->id}, {"summary", ep->summary}, {"occurred_at", FormatTime(ep->occurred_at)}});
-      source_ids.push_back(ep->id);
+      // Built member by member: an initializer list copies every value it is given.
+      json& c = contributing.emplace_back(json::object());
+      c["id"] = ep->id;
+      c["summary"] = std::move(ep->summary);
+      c["occurred_at"] = FormatTime(ep->occurred_at);
+      source_ids.push_back(std::move(ep->id));
     }
 
     // 7. The decisions: one per fired rule, then the proposal itself.
@@ -322,20 +322,23 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     proposal.agent_version = workspace->agent_version;
     proposal.world_version = world_version;
     proposal.source_episode_ids = source_ids;
-    json signal_json = json::array();
+    json details = json::object();
+    json& signal_json = details["signals"] = json::array();
     for (const Signal& s : signals->signals) {
-      signal_json.push_back({{"kind", s.kind}, {"summary", s.summary}});
+      json& j = signal_json.emplace_back(json::object());
+      j["kind"] = s.kind;
+      j["summary"] = s.summary;
     }
-    proposal.details_json = DumpJson({{"action_id", action.id},
-                                      {"level", level},
-                                      {"trust_level", trust->level},
-                                      {"trust_source", trust->source},
-                                      {"urgent", urgent},
-                                      {"rules_fired", fired_ids},
-                                      {"signals", signal_json},
-                                      {"first_contact", new_entity},
-                                      {"drafting", drafter_note}});
-    if (triage) proposal.triage_decision_id = triage->id;
+    details["action_id"] = action.id;
+    details["level"] = level;
+    details["trust_level"] = trust->level;
+    details["trust_source"] = trust->source;
+    details["urgent"] = urgent;
+    details["rules_fired"] = std::move(fired_ids);
+    details["first_contact"] = new_entity;
+    details["drafting"] = drafter_note;
+    proposal.details_json = DumpJson(details);
+    if (triage) proposal.triage_decision_id = triage->decision_id;
     std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
     proposal.ledger_entry_id = ledger_id;
     action.decision_id = proposal.id;
@@ -346,15 +349,17 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     CORTEX_RETURN_IF_ERROR(tx.InsertAction(action));
 
     // 8. The ledger and, when executing, the outbox row.
-    json provenance = {{"rule_summary", rule_summary},
-                       {"confidence", confidence},
-                       {"contributing_episodes", contributing},
-                       {"agent_version", workspace->agent_version},
-                       {"world_version", world_version}};
-    json detail = {{"level", level},
-                   {"recipient", action.recipient},
-                   {"draft", action.draft},
-                   {"urgent", urgent}};
+    json provenance = json::object();
+    provenance["rule_summary"] = rule_summary;
+    provenance["confidence"] = confidence;
+    provenance["contributing_episodes"] = std::move(contributing);
+    provenance["agent_version"] = workspace->agent_version;
+    provenance["world_version"] = world_version;
+    json detail = json::object();
+    detail["level"] = level;
+    detail["recipient"] = action.recipient;
+    detail["draft"] = action.draft;
+    detail["urgent"] = urgent;
     if (action.due_at) detail["due_at"] = FormatTime(*action.due_at);
     auto led =
         AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,

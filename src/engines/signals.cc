@@ -32,10 +32,11 @@ std::optional<std::string> UrgentWord(const Episode& ep) {
   return std::nullopt;
 }
 
+// REQUIRES: 0 <= minute_of_day <= 24 * 60 ("24:00" ends a working day).
 std::string Hhmm(int minute_of_day) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%02d:%02d", minute_of_day / 60, minute_of_day % 60);
-  return buf;
+  int h = minute_of_day / 60, m = minute_of_day % 60;
+  return {static_cast<char>('0' + h / 10), static_cast<char>('0' + h % 10), ':',
+          static_cast<char>('0' + m / 10), static_cast<char>('0' + m % 10)};
 }
 
 std::string WorkingDays(unsigned mask) {

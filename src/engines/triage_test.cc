@@ -60,6 +60,14 @@ class TriageTest : public ::testing::Test {
     return std::find(v.begin(), v.end(), k) != v.end();
   }
 
+  static std::string SummaryOf(const Decision& d, const std::string& kind) {
+    const nlohmann::json details = d.Details();
+    for (const auto& s : details.at("signals")) {
+      if (s["kind"] == kind) return s["summary"];
+    }
+    return "";
+  }
+
   testing::TempStore store_;
   FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
   Workspace ws_;
@@ -158,7 +166,8 @@ TEST_F(TriageTest, EachSignal) {
   EXPECT_EQ(urgent.Details()["triage_class"], "interrupt_now");
 
   Decision late = Receive("marcus@h.example", "2026-06-09T21:30:00Z", "tomorrow is fine");
-  EXPECT_TRUE(HasKind(late, "after_hours"));
+  EXPECT_EQ(SummaryOf(late, "after_hours"),
+            "Arrived Tue 21:30, outside working hours (09:00-18:00, Mon-Fri).");
   Decision weekend = Receive("marcus@h.example", "2026-06-13T12:00:00Z", "weekend note");
   EXPECT_TRUE(HasKind(weekend, "after_hours"));  // a Saturday
   Decision newsletter = Receive("news@w.example", "2026-06-09T12:00:00Z", "Issue 1");
