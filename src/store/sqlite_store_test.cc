@@ -520,6 +520,85 @@ TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
   EXPECT_EQ(active("11T09:10:00Z"), "ep_tie_first");
 }
 
+// Within one transaction, look-ups after the first are answered from the blocks of the span
+// asked about, read once; blocks the transaction stores join them, and a look-up outside
+// the span reads a wider one.
+TEST(ActiveBlockTest, ATransactionAnswersAsTheDatabaseDoesAfterStoringBlocks) {
+  testing::TempStore store;
+  const Workspace ws = MakeWorkspace(1);
+  auto at = [](const std::string& when) { return *ParseTime("2026-" + when); };
+  int n = 0;
+  auto block = [&](const std::string& from, const std::string& to) {
+    Episode e;
+    e.id = "ep_" + std::to_string(100 + n++);
+    e.workspace_id = ws.id;
+    e.kind = "calendar_block";
+    e.occurred_at = at(from);
+    e.ends_at = at(to);
+    e.channel = "calendar";
+    e.subject = e.id;
+    e.world_version = "wv_0";
+    e.created_at = ws.created_at;
+    return e;
+  };
+  const auto horizon = std::chrono::hours(24 * 7);
+  // (time asked, the block the transaction saw there) in the order asked.
+  std::vector<std::pair<std::string, std::string>> seen;
+  ASSERT_TRUE(
+      store
+          ->Write([&](WriteTx& tx) -> Status {
+            CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T09:00:00Z", "06-10T12:00:00Z")));
+            auto ask = [&](const std::string& when) -> Status {
+              TimePoint t = at(when);
+              auto b = tx.ActiveBlockAt(ws.id, t, t - horizon);
+              if (!b.ok()) return b.status();
+              seen.emplace_back(when, *b ? (*b)->id : "none");
+              return Status::Ok();
+            };
+            for (const char* when : {"06-10T10:00:00Z", "06-10T10:30:00Z", "06-10T13:00:00Z"}) {
+              CORTEX_RETURN_IF_ERROR(ask(when));
+            }
+            // Stored inside the span read: a later end wins from now on.
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:00:00Z", "06-10T14:00:00Z")));
+            // Two ending together: the later begun wins; identical ones, the last stored.
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
+            for (const char* when : {"06-10T10:10:00Z", "06-10T10:30:00Z", "06-10T13:30:00Z"}) {
+              CORTEX_RETURN_IF_ERROR(ask(when));
+            }
+            // Outside the span: stored first, then asked about, so the wider span
+            // is read with it; then one stored inside the widened span.
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("03-02T08:00:00Z", "03-02T09:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(ask("03-02T08:30:00Z"));
+            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("04-15T08:00:00Z", "04-15T09:00:00Z")));
+            for (const char* when : {"04-15T08:59:00Z", "04-15T09:00:00Z", "06-10T13:59:00Z"}) {
+              CORTEX_RETURN_IF_ERROR(ask(when));
+            }
+            return Status::Ok();
+          })
+          .ok());
+  std::vector<std::string> expected = {"ep_100", "ep_100", "none",   "ep_101", "ep_103",
+                                       "ep_103", "ep_104", "ep_105", "none",   "ep_103"};
+  ASSERT_EQ(seen.size(), expected.size());
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].second, expected[i]) << seen[i].first;
+  // The last three were asked after the last block was stored: a fresh read (which asks
+  // the database) sees what the transaction saw.
+  for (size_t i = seen.size() - 3; i < seen.size(); ++i) {
+    std::string fresh = "none";
+    ASSERT_TRUE(store
+                    ->Read([&](ReadTx& tx) -> Status {
+                      TimePoint t = at(seen[i].first);
+                      auto b = tx.ActiveBlockAt(ws.id, t, t - horizon);
+                      if (!b.ok()) return b.status();
+                      if (*b) fresh = (*b)->id;
+                      return Status::Ok();
+                    })
+                    .ok());
+    EXPECT_EQ(fresh, seen[i].second) << seen[i].first;
+  }
+}
+
 // Rules come in force order: by position, ties by id; with the retired ones, those in force
 // first. (Sorted in code, so both databases order them alike.)
 TEST(RulesOrderTest, ByPositionThenIdWithRulesInForceFirst) {
