@@ -42,8 +42,8 @@ class SqlStatement {
 // when it goes out of scope.
 //
 // Text is bound without a copy (copying every bound string was ~5% of an ingested line's
-// instructions), so what is bound must outlive the statement's steps: a named string or a
-// literal does; binding a temporary does not compile.
+// instructions), so what is bound must outlive the statement's steps: a named string
+// does; binding a temporary does not compile.
 class Stmt {
  public:
   explicit Stmt(SqlStatement& s) : s_(s) {}
@@ -56,11 +56,7 @@ class Stmt {
     return *this;
   }
   Stmt& Bind(int i, std::string&& v) = delete;
-  template <size_t N>
-  Stmt& Bind(int i, const char (&literal)[N]) {
-    s_.BindText(i, std::string_view(literal, N - 1));
-    return *this;
-  }
+  Stmt& Bind(int i, const std::string&& v) = delete;
   Stmt& Bind(int i, int64_t v) {
     s_.BindInt(i, v);
     return *this;
@@ -76,6 +72,8 @@ class Stmt {
   }
   template <typename T>
   Stmt& Bind(int i, std::optional<T>&& v) = delete;
+  template <typename T>
+  Stmt& Bind(int i, const std::optional<T>&& v) = delete;
 
   bool Step(Status* status) { return s_.Step(status); }
   // Runs a statement that returns no rows.
@@ -153,6 +151,7 @@ extern const char* const kUnanswered;       // their messages since then
 extern const char* const kThreadCount;      // a thread's messages in a window
 extern const char* const kActiveBlockEnd;   // the latest end of a block open at a time
 const std::string& ActiveBlock();           // the block with that end
+const std::string& BlocksBetween();         // the blocks begun in a span, by start
 }  // namespace triage_sql
 
 }  // namespace cortex

@@ -73,6 +73,16 @@ const std::string& ActiveBlock() {
   return sql;
 }
 
+// The blocks begun in a span, by start (a transaction's focus-block look-ups after its
+// first: SqlTx::ActiveBlockAt).
+const std::string& BlocksBetween() {
+  static const std::string sql =
+      std::string(kEpisodeSelect) +
+      " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
+      " AND occurred_at <= ? ORDER BY occurred_at LIMIT ?";
+  return sql;
+}
+
 }  // namespace triage_sql
 
 namespace {
@@ -246,18 +256,14 @@ class SqlTx final : public SqlWriteTx {
     // second on, the transaction reads the blocks of the span asked about once, with a day
     // either side, and answers from memory: a 10,000-line batch asked for every message
     // (~16k instructions a line, ~6% of ingesting one), and its span holds a few hundred
-    // blocks. A look-up outside the span reads the wider span again.
+    // blocks. A look-up outside the span reads the part of the wider span not yet read.
     if (!b.asked) {
       b.asked = true;
       return ActiveBlockInDatabase(ws, t, earliest_start);
     }
     if (!b.too_many && !(b.loaded && b.from <= earliest_start && t <= b.to)) {
-      TimePoint from = earliest_start - kBlockSpanMargin, to = t + kBlockSpanMargin;
-      if (b.loaded) {
-        from = std::min(from, b.from);
-        to = std::max(to, b.to);
-      }
-      CORTEX_RETURN_IF_ERROR(ReadBlocks(ws, from, to, &b));
+      CORTEX_RETURN_IF_ERROR(
+          WidenBlocks(ws, earliest_start - kBlockSpanMargin, t + kBlockSpanMargin, &b));
     }
     if (b.too_many) return ActiveBlockInDatabase(ws, t, earliest_start);
     // As the database answers: of the blocks begun in (earliest_start, t] that end after
@@ -635,15 +641,24 @@ class SqlTx final : public SqlWriteTx {
                                .Run());
     ++uncounted_[e.workspace_id].episodes;
     if (e.kind == "calendar_block") {
-      // A block stored in the span this transaction has read joins the blocks read.
+      // A block stored in the span this transaction has read joins the blocks read, as the
+      // database holds it (times in whole milliseconds).
       auto it = blocks_.find(e.workspace_id);
-      if (it != blocks_.end() && it->second.loaded && !it->second.too_many &&
-          e.occurred_at > it->second.from && e.occurred_at <= it->second.to) {
-        std::vector<Episode>& rows = it->second.rows;
-        auto at =
-            std::upper_bound(rows.begin(), rows.end(), e.occurred_at,
-                             [](TimePoint v, const Episode& row) { return v < row.occurred_at; });
-        rows.insert(at, e);
+      if (it != blocks_.end()) {
+        Blocks& b = it->second;
+        auto ms = [](TimePoint t) { return FromUnixMillis(ToUnixMillis(t)); };
+        TimePoint start = ms(e.occurred_at);
+        if (b.loaded && !b.too_many && start > b.from && start <= b.to) {
+          Episode row = e;
+          row.occurred_at = start;
+          if (row.ends_at) row.ends_at = ms(*row.ends_at);
+          row.created_at = ms(row.created_at);
+          auto at =
+              std::upper_bound(b.rows.begin(), b.rows.end(), start,
+                               [](TimePoint v, const Episode& r) { return v < r.occurred_at; });
+          b.rows.insert(at, std::move(row));
+          if (b.rows.size() > kMaxHeldBlocks) b.GiveUp();
+        }
       }
     }
     return Status::Ok();
@@ -651,8 +666,8 @@ class SqlTx final : public SqlWriteTx {
 
   Status SetSettings(const std::string& ws, const WorkspaceSettings& settings) override {
     CORTEX_RETURN_IF_ERROR(c_.Enter(ws));
-    Stmt s = c_.Prepare("UPDATE workspaces SET settings = ? WHERE id = ?");
     std::string text = DumpJson(SettingsToJson(settings));
+    Stmt s = c_.Prepare("UPDATE workspaces SET settings = ? WHERE id = ?");
     return s.Bind(1, text).Bind(2, ws).Run();
   }
 
@@ -1379,27 +1394,46 @@ class SqlTx final : public SqlWriteTx {
     bool too_many = false;  // the span held more than kMaxHeldBlocks: ask the database
     TimePoint from, to;
     std::vector<Episode> rows;
+    void GiveUp() {
+      too_many = true;
+      rows = {};
+    }
   };
   static constexpr size_t kMaxHeldBlocks = 2048;
   static constexpr std::chrono::hours kBlockSpanMargin{24};
 
-  Status ReadBlocks(const std::string& ws, TimePoint from, TimePoint to, Blocks* b) {
-    Stmt s = c_.Prepare(std::string(kEpisodeSelect) +
-                        " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
-                        " AND occurred_at <= ? ORDER BY occurred_at LIMIT ?");
-    s.Bind(1, ws).Bind(2, from).Bind(3, to).Bind(4, static_cast<int64_t>(kMaxHeldBlocks + 1));
-    b->rows.clear();
-    Status st;
-    while (s.Step(&st)) b->rows.push_back(EpisodeRow(s));
-    CORTEX_RETURN_IF_ERROR(st);
+  // Widens the span read to cover (from, to], reading only the parts not read yet.
+  Status WidenBlocks(const std::string& ws, TimePoint from, TimePoint to, Blocks* b) {
+    if (!b->loaded) {
+      std::vector<Episode> rows;
+      CORTEX_RETURN_IF_ERROR(ReadBlocks(ws, from, to, &rows));
+      b->rows = std::move(rows);
+    } else {
+      from = std::min(from, b->from);
+      to = std::max(to, b->to);
+      std::vector<Episode> before, after;
+      if (from < b->from) CORTEX_RETURN_IF_ERROR(ReadBlocks(ws, from, b->from, &before));
+      if (to > b->to) CORTEX_RETURN_IF_ERROR(ReadBlocks(ws, b->to, to, &after));
+      b->rows.insert(b->rows.begin(), std::make_move_iterator(before.begin()),
+                     std::make_move_iterator(before.end()));
+      b->rows.insert(b->rows.end(), std::make_move_iterator(after.begin()),
+                     std::make_move_iterator(after.end()));
+    }
     b->loaded = true;
     b->from = from;
     b->to = to;
-    if (b->rows.size() > kMaxHeldBlocks) {
-      b->too_many = true;
-      b->rows = {};
-    }
+    if (b->rows.size() > kMaxHeldBlocks) b->GiveUp();
     return Status::Ok();
+  }
+
+  // Appends the blocks of `ws` begun in (from, to], by start (at most one past the limit).
+  Status ReadBlocks(const std::string& ws, TimePoint from, TimePoint to,
+                    std::vector<Episode>* rows) {
+    Stmt s = c_.Prepare(triage_sql::BlocksBetween());
+    s.Bind(1, ws).Bind(2, from).Bind(3, to).Bind(4, static_cast<int64_t>(kMaxHeldBlocks + 1));
+    Status st;
+    while (s.Step(&st)) rows->push_back(EpisodeRow(s));
+    return st;
   }
 
   Result<std::optional<Episode>> ActiveBlockInDatabase(const std::string& ws, TimePoint t,
