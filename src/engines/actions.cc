@@ -323,12 +323,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     proposal.world_version = world_version;
     proposal.source_episode_ids = source_ids;
     json details = json::object();
-    json& signal_json = details["signals"] = json::array();
-    for (const Signal& s : signals->signals) {
-      json& j = signal_json.emplace_back(json::object());
-      j["kind"] = s.kind;
-      j["summary"] = s.summary;
-    }
+    details["signals"] = SignalsJson(signals->signals);
     details["action_id"] = action.id;
     details["level"] = level;
     details["trust_level"] = trust->level;

@@ -95,6 +95,16 @@ TimePoint NextDigest(TimePoint t, const WorkspaceSettings& s) {
   return FromUnixMillis(digest - int64_t{s.utc_offset_minutes} * 60000);
 }
 
+nlohmann::json SignalsJson(const std::vector<Signal>& signals) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Signal& s : signals) {
+    nlohmann::json& j = out.emplace_back(nlohmann::json::object());
+    j["kind"] = s.kind;
+    j["summary"] = s.summary;
+  }
+  return out;
+}
+
 Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& settings,
                                     const Episode& ep, const Entity* who) {
   SignalReport out;

@@ -31,6 +31,10 @@ bool InWindow(int minute, int from, int until);
 // The first daily-digest time strictly after `t`.
 TimePoint NextDigest(TimePoint t, const WorkspaceSettings& s);
 
+// The signals as a decision's details show them: [{"kind": ..., "summary": ...}, ...],
+// built member by member (an initializer list copies every value it is given).
+nlohmann::json SignalsJson(const std::vector<Signal>& signals);
+
 struct SignalReport {
   std::vector<Signal> signals;
   std::optional<Episode> focus_block;  // the calendar block active at the message's time

@@ -176,12 +176,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   // Built member by member: an initializer list copies every value it is given (~8k
   // instructions a message).
   nlohmann::json details = nlohmann::json::object();
-  nlohmann::json& signals = details["signals"] = nlohmann::json::array();
-  for (const Signal& s : report->signals) {
-    nlohmann::json& j = signals.emplace_back(nlohmann::json::object());
-    j["kind"] = s.kind;
-    j["summary"] = s.summary;
-  }
+  details["signals"] = SignalsJson(report->signals);
   details["triage_class"] = triage_class;
   details["episode_id"] = ep.id;
   details["surface_at"] = surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr;

@@ -64,12 +64,15 @@ const char* const kActiveBlockEnd =
     "SELECT max(ends_at) FROM episodes WHERE workspace_id = ? AND kind = 'calendar_block'"
     " AND occurred_at > ? AND occurred_at <= ? AND ends_at > ?";
 
+// Blocks begun in a span (after, until], read from episodes_blocks.
+constexpr const char* kBlocksBegunIn =
+    " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
+    " AND occurred_at <= ?";
+
 // The block with that end (of several, the latest begun).
 const std::string& ActiveBlock() {
-  static const std::string sql =
-      std::string(kEpisodeSelect) +
-      " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
-      " AND occurred_at <= ? AND ends_at = ? ORDER BY occurred_at DESC LIMIT 1";
+  static const std::string sql = std::string(kEpisodeSelect) + kBlocksBegunIn +
+                                 " AND ends_at = ? ORDER BY occurred_at DESC LIMIT 1";
   return sql;
 }
 
@@ -77,9 +80,7 @@ const std::string& ActiveBlock() {
 // first: SqlTx::ActiveBlockAt).
 const std::string& BlocksBetween() {
   static const std::string sql =
-      std::string(kEpisodeSelect) +
-      " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
-      " AND occurred_at <= ? ORDER BY occurred_at LIMIT ?";
+      std::string(kEpisodeSelect) + kBlocksBegunIn + " ORDER BY occurred_at LIMIT ?";
   return sql;
 }
 
@@ -266,18 +267,7 @@ class SqlTx final : public SqlWriteTx {
           WidenBlocks(ws, earliest_start - kBlockSpanMargin, t + kBlockSpanMargin, &b));
     }
     if (b.too_many) return ActiveBlockInDatabase(ws, t, earliest_start);
-    // As the database answers: of the blocks begun in (earliest_start, t] that end after
-    // t, the latest-ending; of those, the latest begun; of identical ones, the last stored.
-    auto it = std::upper_bound(b.rows.begin(), b.rows.end(), t,
-                               [](TimePoint v, const Episode& e) { return v < e.occurred_at; });
-    const Episode* best = nullptr;
-    while (it != b.rows.begin()) {
-      --it;
-      if (it->occurred_at <= earliest_start) break;
-      if (!it->ends_at || *it->ends_at <= t) continue;
-      if (best == nullptr || *it->ends_at > *best->ends_at) best = &*it;
-    }
-    return best == nullptr ? std::optional<Episode>() : std::optional<Episode>(*best);
+    return b.At(t, earliest_start);
   }
 
   Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
@@ -641,25 +631,8 @@ class SqlTx final : public SqlWriteTx {
                                .Run());
     ++uncounted_[e.workspace_id].episodes;
     if (e.kind == "calendar_block") {
-      // A block stored in the span this transaction has read joins the blocks read, as the
-      // database holds it (times in whole milliseconds).
       auto it = blocks_.find(e.workspace_id);
-      if (it != blocks_.end()) {
-        Blocks& b = it->second;
-        auto ms = [](TimePoint t) { return FromUnixMillis(ToUnixMillis(t)); };
-        TimePoint start = ms(e.occurred_at);
-        if (b.loaded && !b.too_many && start > b.from && start <= b.to) {
-          Episode row = e;
-          row.occurred_at = start;
-          if (row.ends_at) row.ends_at = ms(*row.ends_at);
-          row.created_at = ms(row.created_at);
-          auto at =
-              std::upper_bound(b.rows.begin(), b.rows.end(), start,
-                               [](TimePoint v, const Episode& r) { return v < r.occurred_at; });
-          b.rows.insert(at, std::move(row));
-          if (b.rows.size() > kMaxHeldBlocks) b.GiveUp();
-        }
-      }
+      if (it != blocks_.end()) it->second.Hold(e);
     }
     return Status::Ok();
   }
@@ -1386,6 +1359,9 @@ class SqlTx final : public SqlWriteTx {
     return st;
   }
 
+  static constexpr size_t kMaxHeldBlocks = 2048;
+  static constexpr std::chrono::hours kBlockSpanMargin{24};
+
   // Calendar blocks this transaction has read for ActiveBlockAt, by workspace: every block
   // of the workspace begun in (from, to], by start (ties in the order stored).
   struct Blocks {
@@ -1394,13 +1370,42 @@ class SqlTx final : public SqlWriteTx {
     bool too_many = false;  // the span held more than kMaxHeldBlocks: ask the database
     TimePoint from, to;
     std::vector<Episode> rows;
+
     void GiveUp() {
       too_many = true;
       rows = {};
     }
+    // The first row begun after `t`.
+    std::vector<Episode>::iterator After(TimePoint t) {
+      return std::upper_bound(rows.begin(), rows.end(), t,
+                              [](TimePoint v, const Episode& e) { return v < e.occurred_at; });
+    }
+    // As the database answers: of the blocks begun in (earliest_start, t] that end after
+    // t, the latest-ending; of those, the latest begun; of identical ones, the last stored.
+    std::optional<Episode> At(TimePoint t, TimePoint earliest_start) {
+      const Episode* best = nullptr;
+      for (auto it = After(t); it != rows.begin();) {
+        --it;
+        if (it->occurred_at <= earliest_start) break;
+        if (!it->ends_at || *it->ends_at <= t) continue;
+        if (best == nullptr || *it->ends_at > *best->ends_at) best = &*it;
+      }
+      return best == nullptr ? std::optional<Episode>() : std::optional<Episode>(*best);
+    }
+    // A block the transaction stored joins the rows if it began inside the span, as the
+    // database holds it (times in whole milliseconds).
+    void Hold(const Episode& e) {
+      auto ms = [](TimePoint t) { return FromUnixMillis(ToUnixMillis(t)); };
+      TimePoint start = ms(e.occurred_at);
+      if (!loaded || too_many || start <= from || start > to) return;
+      Episode row = e;
+      row.occurred_at = start;
+      if (row.ends_at) row.ends_at = ms(*row.ends_at);
+      row.created_at = ms(row.created_at);
+      rows.insert(After(start), std::move(row));
+      if (rows.size() > kMaxHeldBlocks) GiveUp();
+    }
   };
-  static constexpr size_t kMaxHeldBlocks = 2048;
-  static constexpr std::chrono::hours kBlockSpanMargin{24};
 
   // Widens the span read to cover (from, to], reading only the parts not read yet.
   Status WidenBlocks(const std::string& ws, TimePoint from, TimePoint to, Blocks* b) {
