@@ -4,7 +4,8 @@
 // figure is the median of repeated timings. They explain why one build's figures differ
 // between machines (docs/performance.md); bench/run prints them under its table.
 //
-//   build/cortex-machine [DIR]    # DIR (default /tmp) holds a 4 MiB scratch file
+//   build/cortex-machine [DIR]    # DIR (default /tmp) holds a 4 MiB scratch file, unlinked
+//                                 # as soon as it is open, so nothing is left behind
 #include <fcntl.h>
 #include <semaphore.h>
 #include <sys/syscall.h>
@@ -71,8 +72,7 @@ void Locks(int n) {
 // n round trips: this thread wakes another, which wakes it back (two wakes each).
 void RoundTrips(int n) {
   sem_t ping, pong;
-  sem_init(&ping, 0, 0);
-  sem_init(&pong, 0, 0);
+  Check(sem_init(&ping, 0, 0) == 0 && sem_init(&pong, 0, 0) == 0, "sem_init");
   std::thread other([&] {
     for (int i = 0; i < n; ++i) {
       sem_wait(&ping);
@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
       std::string(argc > 1 ? argv[1] : "/tmp") + "/cortex-machine." + std::to_string(getpid());
   fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   Check(fd >= 0, path.c_str());
+  Check(unlink(path.c_str()) == 0, path.c_str());
   static char zeros[1 << 16];
   for (off_t at = 0; at < kFileBytes; at += sizeof zeros) {
     Check(pwrite(fd, zeros, sizeof zeros, at) == sizeof zeros, "pwrite");
@@ -124,6 +125,5 @@ int main(int argc, char** argv) {
     std::printf("%2d frame(s) written and synced %7.0f µs\n", frames, ns / 1000);
   }
   close(fd);
-  unlink(path.c_str());
   return 0;
 }
