@@ -191,8 +191,12 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   Metrics metrics;
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
-  HttpServer server(router, metrics,
-                    HttpServerOptions{hp->host, hp->port, options.threads, config->http});
+  HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
+  // A write request may run on an I/O thread only if nothing it does blocks that thread:
+  // the store suspends it while its write waits, and no model is called to draft a message.
+  server_options.write_fibers =
+      (*store)->SuspendsWrites() && config->actions.drafter.kind != "openai";
+  HttpServer server(router, metrics, server_options);
   auto port = server.Bind();
   if (!port.ok()) {
     spdlog::error("{}", port.status().message());

@@ -10,6 +10,7 @@
 #include "core/ids.h"
 #include "core/json_schema.h"
 #include "core/json_text.h"
+#include "core/limits.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -232,6 +233,32 @@ TEST(JsonTextTest, ParseJsonReadsWhatNlohmannReads) {
     EXPECT_TRUE(check(text)) << text.substr(0, 80);
   }
   EXPECT_EQ(ParseJson("{\"id\":7}")["id"].type(), json::value_t::number_unsigned);
+}
+
+// Arrays and objects nest at most limits::kMaxJsonDepth deep, on both parsers (simdjson for
+// short texts, nlohmann past 16 KiB): one level more is not JSON Cortex reads.
+TEST(JsonTextTest, ParseJsonRefusesNestingPastTheLimit) {
+  // `depth` levels of arrays or objects around 1, or around an empty array (one level more).
+  auto nested = [](int depth, bool objects, bool empty_inside = false) {
+    std::string open, close;
+    for (int i = 0; i < depth; ++i) {
+      open += objects ? "{\"a\":" : "[";
+      close += objects ? "}" : "]";
+    }
+    return open + (empty_inside ? "[]" : "1") + close;
+  };
+  const std::string long_padding(20000, ' ');  // past simdjson's 16 KiB: nlohmann parses
+  for (bool objects : {false, true}) {
+    for (const std::string& pad : {std::string(), long_padding}) {
+      SCOPED_TRACE(std::string(objects ? "objects" : "arrays") + (pad.empty() ? "" : ", long"));
+      EXPECT_FALSE(ParseJson(pad + nested(limits::kMaxJsonDepth, objects)).is_discarded());
+      EXPECT_TRUE(ParseJson(pad + nested(limits::kMaxJsonDepth + 1, objects)).is_discarded());
+      EXPECT_FALSE(
+          ParseJson(pad + nested(limits::kMaxJsonDepth - 1, objects, true)).is_discarded());
+      EXPECT_TRUE(ParseJson(pad + nested(limits::kMaxJsonDepth, objects, true)).is_discarded());
+      EXPECT_TRUE(ParseJson(pad + nested(5000, objects)).is_discarded());
+    }
+  }
 }
 
 TEST(TimeTest, RoundTripsUtc) {

@@ -8,8 +8,11 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "core/limits.h"
 
 namespace cortex {
 namespace {
@@ -298,7 +301,15 @@ bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
 // (core_test.cc compares the two).
 nlohmann::json ParseJson(std::string_view text) {
   if (text.size() <= kSimdjsonMaxBytes) {
-    thread_local simdjson::dom::parser parser(kSimdjsonMaxBytes);
+    thread_local simdjson::dom::parser parser = [] {
+      simdjson::dom::parser p(kSimdjsonMaxBytes);
+      // simdjson's depth does not count an empty innermost array or object: a document it
+      // finds too deep goes to nlohmann below, which counts exactly.
+      if (p.allocate(kSimdjsonMaxBytes, limits::kMaxJsonDepth) != simdjson::SUCCESS) {
+        throw std::bad_alloc();
+      }
+      return p;
+    }();
     simdjson::dom::element doc;
     json out;
     if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
@@ -307,7 +318,20 @@ nlohmann::json ParseJson(std::string_view text) {
       return out;
     }
   }
-  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // nlohmann's parser is not recursive; the depth is counted as it goes (0 for the
+  // outermost array or object).
+  bool too_deep = false;
+  json out = json::parse(
+      text,
+      [&too_deep](int depth, json::parse_event_t event, json&) {
+        if (depth >= limits::kMaxJsonDepth && (event == json::parse_event_t::object_start ||
+                                               event == json::parse_event_t::array_start)) {
+          too_deep = true;
+        }
+        return true;
+      },
+      /*allow_exceptions=*/false);
+  return too_deep ? json(json::value_t::discarded) : out;
 }
 
 nlohmann::json ParseStoredJson(std::string_view text) {

@@ -21,8 +21,9 @@ struct KnownText {
 // Compact JSON text; invalid UTF-8 in strings is replaced, never thrown.
 std::string DumpJson(const nlohmann::json& value, KnownText known = {});
 
-// Parses JSON text; a discarded value (is_discarded()) if it is not valid JSON. Accepts and
-// rejects exactly what nlohmann::json::parse does, and gives the same value.
+// Parses JSON text; a discarded value (is_discarded()) if it is not valid JSON or nests
+// arrays and objects more than limits::kMaxJsonDepth deep. Otherwise accepts and rejects
+// exactly what nlohmann::json::parse does, and gives the same value.
 nlohmann::json ParseJson(std::string_view text);
 
 // ParseJson for text that must be JSON because Cortex wrote it (a stored column): anything

@@ -20,9 +20,24 @@ inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses t
 // How often each I/O thread checks its connections' read, write and idle deadlines: a
 // timeout takes effect up to this much late.
 inline constexpr std::chrono::milliseconds kDeadlineSweep{250};
-// Requests that may write run on a pool of this many threads, off the I/O threads, so that
-// many writes can wait for one group commit together (up to this many of them per commit).
+// Arrays and objects nested in one JSON text (a request body, an ingest line): deeper is not
+// parsed. Nothing Cortex reads nests past a handful; the limit bounds the stack that code
+// walking a parsed document recursively may need (a write request's fiber has 1 MiB).
+inline constexpr int kMaxJsonDepth = 128;
+// Requests that may write and cannot wait as fibers (below) run on a pool of this many
+// threads, off the I/O threads, so that many writes can wait for one group commit together
+// (up to this many of them per commit).
 inline constexpr int kWriteThreads = 64;
+// A write request waiting as a fiber on its I/O thread (transport/http_server.cc) has a
+// stack of this size: only the pages it touches take memory, and a guard page below turns
+// an overflow into a crash rather than a corruption. Each I/O thread keeps up to
+// kKeptFiberStacks of them for reuse (mapping a fresh one and faulting its pages in would
+// cost more than the hand-off a fiber saves). A write request whose body is larger than
+// kMaxFiberBodyBytes goes to the pool even so: parsing it (a big ingest batch) would hold up
+// the I/O thread's other connections.
+inline constexpr size_t kFiberStackBytes = 1 << 20;
+inline constexpr size_t kKeptFiberStacks = 64;
+inline constexpr size_t kMaxFiberBodyBytes = 16 << 10;
 
 // MCP sessions (protocol 2025-11-25 and earlier).
 inline constexpr size_t kMaxSessions = 10000;

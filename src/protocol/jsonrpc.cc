@@ -1,8 +1,10 @@
 #include "protocol/jsonrpc.h"
 
+#include <string>
 #include <variant>
 
 #include "core/json_text.h"
+#include "core/limits.h"
 
 namespace cortex::rpc {
 
@@ -10,7 +12,12 @@ using nlohmann::json;
 
 std::variant<Message, Error> Parse(std::string_view body) {
   json doc = ParseJson(body);
-  if (doc.is_discarded()) return Error{kParseError, "Parse error: body is not valid JSON", {}};
+  if (doc.is_discarded()) {
+    return Error{kParseError,
+                 "Parse error: body is not valid JSON, or nests arrays and objects more than " +
+                     std::to_string(limits::kMaxJsonDepth) + " deep",
+                 {}};
+  }
   if (doc.is_array()) {
     return Error{kInvalidRequest, "Invalid Request: batches are not supported", {}};
   }

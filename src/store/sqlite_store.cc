@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/limits.h"
+#include "core/suspend.h"
 #include "core/thread_name.h"
 #include "core/time.h"
 #include "store/migrations.h"
@@ -526,22 +527,29 @@ class SqliteStore final : public Store {
   // flush is under way, the writer syncs and answers a batch itself). So the disk's flush
   // never holds up the next batch, and no caller hears of a write before it is on disk.
   // Every write is synced: writes share a sync anyway.
+  // A request running as a fiber (core/suspend.h) is suspended rather than its thread
+  // blocked.
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability) override {
     PendingWrite me;
     me.fn = &fn;
-    bool wake_writer = false;
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      queue_.push_back(&me);
-      wake_writer = queue_.size() == 1;  // the writer may be waiting for work
-    }
-    if (wake_writer) work_cv_.notify_one();
-    while (sem_wait(&me.acked) != 0) {
-      if (errno != EINTR) std::abort();  // (EINTR: a signal handler ran)
+    if (Suspender* suspender = Suspender::Current()) {
+      suspender->Suspend([&](Suspender::Resume resume) {
+        me.resume = std::move(resume);
+        Enqueue(me);
+      });
+    } else {
+      Enqueue(me);
+      while (sem_wait(&me.acked) != 0) {
+        if (errno != EINTR) std::abort();  // (EINTR: a signal handler ran)
+      }
     }
     if (me.error) std::rethrow_exception(me.error);
     return me.result;
   }
+
+  // Can a request suspended in Write() be resumed on another thread? Yes: nothing here
+  // waits on the caller's thread.
+  bool SuspendsWrites() const override { return true; }
 
   void BeginSharedReads() override {
     if (shared_.store == nullptr) shared_.store = this;
@@ -583,8 +591,21 @@ class SqliteStore final : public Store {
     const std::function<Status(WriteTx&)>* fn = nullptr;
     Status result;
     std::exception_ptr error;  // rethrown in the caller's thread
-    sem_t acked;               // posted once result and error are final
+    // Once result and error are final: the suspended caller's resume if it has one, else
+    // the semaphore its thread sleeps on.
+    Suspender::Resume resume;
+    sem_t acked;
   };
+
+  void Enqueue(PendingWrite& w) {
+    bool wake_writer = false;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      queue_.push_back(&w);
+      wake_writer = queue_.size() == 1;  // the writer may be waiting for work
+    }
+    if (wake_writer) work_cv_.notify_one();
+  }
 
   void WriterLoop() {
     std::unique_lock<std::mutex> lock(queue_mu_);
@@ -640,7 +661,13 @@ class SqliteStore final : public Store {
   void Acknowledge(const std::vector<PendingWrite*>& batch, const Status& synced) {
     for (PendingWrite* w : batch) {
       if (w->result.ok() && !synced.ok()) w->result = synced;
-      sem_post(&w->acked);  // the last touch: the caller may return at once
+      // The last touch: the caller may return at once.
+      if (w->resume) {
+        Suspender::Resume resume = std::move(w->resume);
+        resume();
+      } else {
+        sem_post(&w->acked);
+      }
     }
   }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/suspend.h"
 #include "core/time.h"
 #include "store/sql.h"
 #include "testing/temp_store.h"
@@ -219,6 +221,53 @@ TEST(GroupCommitTest, NoWriteIsAcknowledgedOnceTheLogCannotBeSynced) {
     // A file at the log's path again: it could be synced, but the failure stands.
     std::ofstream(store.location() + "/cortex.db-wal").put('x');
   }
+}
+
+// What the HTTP server's request fibers do, with a thread standing in for the fiber: the
+// caller "suspends" by waiting for its resume, which must come from the store's own threads
+// once the write's outcome is final.
+class WaitingSuspender final : public Suspender {
+ public:
+  void Suspend(const std::function<void(Resume)>& start) override {
+    ++suspends;
+    std::promise<std::thread::id> resumed;
+    start([&resumed] { resumed.set_value(std::this_thread::get_id()); });
+    resumed_on = resumed.get_future().get();
+  }
+  int suspends = 0;
+  std::thread::id resumed_on;
+};
+
+// Under a suspender, a write suspends its caller instead of blocking it, and is resumed by
+// the store's thread with the write's outcome: committed, refused, or the exception thrown.
+// A store that cannot suspend (PostgreSQL) blocks as before and never calls the suspender.
+TEST(GroupCommitTest, AWriteUnderASuspenderIsResumedWithItsOutcome) {
+  testing::TempStore store;
+  EXPECT_EQ(Suspender::Current(), nullptr);
+  WaitingSuspender suspender;
+  Suspender::Scope scope(&suspender);
+  ASSERT_EQ(Suspender::Current(), &suspender);
+  const int expected_suspends = store->SuspendsWrites() ? 1 : 0;
+
+  EXPECT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(1)); }).ok());
+  EXPECT_EQ(suspender.suspends, expected_suspends);
+  if (expected_suspends) {
+    EXPECT_NE(suspender.resumed_on, std::this_thread::get_id());
+  }
+  EXPECT_EQ(CountWorkspaces(*store), 1u);  // committed before the caller resumed
+
+  Status refused = store->Write([](WriteTx& tx) -> Status {
+    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(2)));
+    return Status::InvalidArgument("refused");
+  });
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  auto throws = [](WriteTx& tx) -> Status {
+    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(3)));
+    throw std::runtime_error("boom");
+  };
+  EXPECT_THROW((void)store->Write(throws), std::runtime_error);
+  EXPECT_EQ(suspender.suspends, 3 * expected_suspends);
+  EXPECT_EQ(CountWorkspaces(*store), 1u);  // neither left a row
 }
 
 // The store's threads carry names an operator sees in `top -H`, `ps -L` and `perf`.

@@ -233,6 +233,11 @@ class Store {
   virtual Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) = 0;
   Status Write(const std::function<Status(WriteTx&)>& fn) { return Write(fn, Durability::kSynced); }
 
+  // True when a request running as a fiber (core/suspend.h) is suspended in Write() while
+  // its write waits to be committed, rather than blocking its thread. False: Write(), like
+  // every call, blocks the calling thread (PostgreSQL: each statement is a round trip).
+  virtual bool SuspendsWrites() const { return false; }
+
   // The highest migration applied.
   virtual Result<int> SchemaVersion() = 0;
 

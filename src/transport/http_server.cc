@@ -1,9 +1,11 @@
 // Socket handling after Boost.Beast's example/advanced/server: a listener accepts, each
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
-// does no socket I/O of its own. Reads are handled on the worker thread; a request that may
-// write (HttpRouter::MayWrite) goes to the write pool, whose threads may block on a group
-// commit, and its response comes back to the connection's worker to be sent. The read, write
-// and idle timeouts are deadlines stored on the connection, enforced by one sweep per worker.
+// does no socket I/O of its own. Reads are handled on the worker thread. A request that may
+// write (HttpRouter::MayWrite) runs there too as a fiber when the store can suspend it while
+// its write waits for a group commit (RequestFiber); otherwise it goes to the write pool,
+// whose threads block on the commit, and its response comes back to the connection's worker
+// to be sent. The read, write and idle timeouts are deadlines stored on the connection,
+// enforced by one sweep per worker.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -20,6 +22,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
 #include <cctype>
 #include <limits>
 #include <mutex>
@@ -29,19 +33,87 @@
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/suspend.h"
 #include "core/thread_name.h"
 #include "transport/flood_guard.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORTEX_ASAN 1
+#endif
+#elif defined(__SANITIZE_ADDRESS__)
+#define CORTEX_ASAN 1
+#endif
+#ifdef CORTEX_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 namespace cortex {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
+namespace ctx = boost::context;
 using tcp = net::ip::tcp;
 
 class Connection;
 
 constexpr size_t kReadBufferBytes = 4096;
+
+// AddressSanitizer keeps track of the stack a thread runs on; a fiber switch must tell it
+// (before: where the thread goes; after: where it came from). No-ops in other builds.
+struct StackSwitch {
+  static void Start(void** save, const void* bottom, size_t size) {
+#ifdef CORTEX_ASAN
+    __sanitizer_start_switch_fiber(save, bottom, size);
+#else
+    (void)save, (void)bottom, (void)size;
+#endif
+  }
+  static void Finish(void* saved, const void** bottom_old, size_t* size_old) {
+#ifdef CORTEX_ASAN
+    __sanitizer_finish_switch_fiber(saved, bottom_old, size_old);
+#else
+    (void)saved, (void)bottom_old, (void)size_old;
+#endif
+  }
+};
+
+// Fiber stacks kept for reuse. Touched only by its worker's thread (and, after the workers
+// have stopped, by the thread that drains them).
+class StackPool {
+ public:
+  StackPool() = default;
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+  ~StackPool() {
+    for (ctx::stack_context& s : free_) make_.deallocate(s);
+  }
+
+  ctx::stack_context Allocate() {
+    if (free_.empty()) return make_.allocate();
+    ctx::stack_context s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+
+  void Deallocate(ctx::stack_context& s) noexcept {
+    if (free_.size() < limits::kKeptFiberStacks) return free_.push_back(s);
+    make_.deallocate(s);
+  }
+
+  // What Boost.Context takes: a copyable allocator. `given` learns the stack handed out.
+  struct Allocator {
+    StackPool* pool;
+    ctx::stack_context* given;
+    ctx::stack_context allocate() { return *given = pool->Allocate(); }
+    void deallocate(ctx::stack_context& s) noexcept { pool->Deallocate(s); }
+  };
+
+ private:
+  ctx::protected_fixedsize_stack make_{limits::kFiberStackBytes};
+  std::vector<ctx::stack_context> free_;
+};
 
 struct HttpServer::Impl {
   Impl(HttpRouter& r, Metrics& m, HttpServerOptions o)
@@ -60,10 +132,12 @@ struct HttpServer::Impl {
 
   // One thread's connections and the sweep that enforces their deadlines.
   struct Worker {
+    StackPool stacks;  // first, so that it outlives any fiber the context still holds
     net::io_context ioc{1};
     std::vector<std::weak_ptr<Connection>> conns;  // touched only on this worker's thread
     net::steady_timer sweep{ioc};
     bool sweeping = false;
+    int fibers = 0;  // requests running or suspended as fibers here (RequestFiber)
   };
   // Adds a connection to its worker's sweep. Runs on that worker's thread.
   void Watch(Worker& worker, const std::shared_ptr<Connection>& conn);
@@ -104,6 +178,67 @@ struct HttpServer::Impl {
     work.clear();
     workers.clear();
   }
+};
+
+// A write request run as a fiber on its connection's worker, so that the wait for its group
+// commit suspends the request instead of holding a thread (core/suspend.h). The write pool's
+// way costs two more hand-offs per write: to a pool thread and back to the worker.
+class RequestFiber final : public Suspender {
+ public:
+  // `body` runs on the fiber; `done` on the worker once it has ended, and may destroy this.
+  RequestFiber(HttpServer::Impl::Worker& worker, std::function<void()> body,
+               std::function<void()> done)
+      : worker_(worker), body_(std::move(body)), done_(std::move(done)) {
+    fiber_ = ctx::fiber(std::allocator_arg, StackPool::Allocator{&worker.stacks, &stack_},
+                        [this](ctx::fiber&& worker_side) {
+                          StackSwitch::Finish(nullptr, &worker_bottom_, &worker_size_);
+                          worker_side_ = std::move(worker_side);
+                          body_();
+                          StackSwitch::Start(nullptr, worker_bottom_, worker_size_);  // ends
+                          return std::move(worker_side_);
+                        });
+    ++worker_.fibers;
+  }
+  RequestFiber(const RequestFiber&) = delete;
+  RequestFiber& operator=(const RequestFiber&) = delete;
+
+  // Runs the request until it suspends or ends. On the worker's thread.
+  void Run() {
+    {
+      Suspender::Scope scope(this);
+      StackSwitch::Start(&worker_fake_stack_, static_cast<char*>(stack_.sp) - stack_.size,
+                         stack_.size);
+      fiber_ = std::move(fiber_).resume();
+      StackSwitch::Finish(worker_fake_stack_, nullptr, nullptr);
+    }
+    if (fiber_) return;  // suspended: Suspend() posts the next Run()
+    --worker_.fibers;
+    auto done = std::move(done_);
+    done();  // may destroy this: nothing here is touched after it
+  }
+
+  void Suspend(const std::function<void(Resume)>& start) override {
+    start([this] { net::post(worker_.ioc, [this] { Run(); }); });
+    StackSwitch::Start(&fake_stack_, worker_bottom_, worker_size_);
+    worker_side_ = std::move(worker_side_).resume();  // back in Run() once resumed
+    // Resumed, maybe on another thread (the shutdown drain): that thread's stack is the
+    // worker side now.
+    StackSwitch::Finish(fake_stack_, &worker_bottom_, &worker_size_);
+  }
+
+ private:
+  HttpServer::Impl::Worker& worker_;
+  std::function<void()> body_;
+  std::function<void()> done_;
+  ctx::fiber fiber_;          // the request's side while the worker runs
+  ctx::fiber worker_side_;    // the worker's side while the request runs
+  ctx::stack_context stack_;  // the request's stack
+  // For AddressSanitizer (StackSwitch): the worker side's stack, and each side's state
+  // while the other runs.
+  const void* worker_bottom_ = nullptr;
+  size_t worker_size_ = 0;
+  void* worker_fake_stack_ = nullptr;
+  void* fake_stack_ = nullptr;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -228,6 +363,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto start = std::chrono::steady_clock::now();
     server_.metrics.BeginRequest();
     if (server_.router.MayWrite(req)) {
+      if (server_.options.write_fibers && req.body.size() <= limits::kMaxFiberBodyBytes) {
+        return RunAsFiber(std::move(req), keep_alive, start);
+      }
       // Off the worker: its other connections keep being served while this one waits for
       // its commit. The response is sent from the connection's own worker.
       net::post(server_.write_pool, [self = shared_from_this(), req = std::move(req), keep_alive,
@@ -248,6 +386,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     Send(server_.Respond(req, start), keep_alive);
+  }
+
+  // On this worker, as a fiber: its other connections are served while it waits for its
+  // commit, and it goes on here once its write is durable.
+  void RunAsFiber(HttpRequest req, bool keep_alive, std::chrono::steady_clock::time_point start) {
+    auto res = std::make_shared<HttpResponse>();
+    fiber_ = std::make_unique<RequestFiber>(
+        worker_, [this, res, req = std::move(req), start] { *res = server_.Respond(req, start); },
+        [self = shared_from_this(), res, keep_alive] {
+          auto ended = std::move(self->fiber_);
+          self->Send(std::move(*res), keep_alive);
+        });
+    fiber_->Run();
   }
 
   void Send(HttpResponse res, bool keep_alive) {
@@ -397,7 +548,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool stream_writing_ = false;  // an event-stream write is in progress
   bool closed_ = false;
   std::string session_;
-  std::string peer_;  // the client's address, for the flood guard
+  std::string peer_;                     // the client's address, for the flood guard
+  std::unique_ptr<RequestFiber> fiber_;  // the request running as a fiber, if one is
 };
 
 HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,
@@ -563,8 +715,15 @@ void HttpServer::Run() {
   impl_->ioc.run();
   for (auto& worker : impl_->workers) worker->ioc.stop();
   for (auto& t : threads) t.join();
-  // Writes still running (past the grace period) finish before the store can go away.
+  // Writes still running (past the grace period) finish before the store can go away: the
+  // write pool's, and those of requests suspended as fibers (each is resumed by a handler
+  // its write posts to the worker).
   impl_->write_pool.join();
+  for (auto& worker : impl_->workers) {
+    worker->ioc.restart();
+    while (worker->fibers > 0 && worker->ioc.run_one() > 0) {
+    }
+  }
 }
 
 void HttpServer::Stop() { impl_->BeginStop(); }

@@ -18,6 +18,10 @@ struct HttpServerOptions {
   uint16_t port = 8787;  // 0: any free port
   int threads = 2;
   HttpLimits http;
+  // Write requests run as fibers on the I/O threads, suspended while their writes wait for
+  // a commit (needs a store whose Write() suspends: Store::SuspendsWrites). Otherwise a
+  // write request is handed to a pool of threads that block in Write().
+  bool write_fibers = false;
 };
 
 class HttpServer {

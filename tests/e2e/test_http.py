@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -1123,6 +1124,116 @@ class TestShutdown(unittest.TestCase):
         rc = self.server.terminate(timeout=5)
         self.assertEqual(rc, 0, self.server.read_log())
         stream.close()
+
+
+# --------------------------------------------------------------------------------------------
+# A write waiting for its commit holds up no one else (own server, one I/O thread)
+# --------------------------------------------------------------------------------------------
+
+@unittest.skipIf(os.environ.get("CORTEX_PG_DIR"), "holds SQLite's write lock from outside")
+class TestAWaitingWriteHoldsUpNoOne(unittest.TestCase, RpcAsserts):
+    """With a single I/O thread, a write that waits for its commit (here: for the database's
+    write lock, which another process holds) must leave that thread free: reads on other
+    connections are answered meanwhile. The write is answered once the lock is let go, even
+    after a SIGTERM, and nothing acknowledged is lost."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-wait-")
+        self.token = create_token(self.tmp.name, "alpha", "read,act")
+        self.server = Server(self.tmp.name, ["--threads", "1"])
+
+    def tearDown(self):
+        self.server.kill()
+        self.tmp.cleanup()
+
+    def conn(self):
+        return http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
+
+    def test_reads_are_answered_while_a_write_waits_for_the_lock(self):
+        lock = sqlite3.connect(os.path.join(self.tmp.name, "cortex.db"), isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")  # the write lock, until COMMIT
+        answer = {}
+
+        def send():
+            c = self.conn()
+            answer["r"] = modern("tools/call", {
+                "name": "action.communicate",
+                "arguments": {"to": "pat@example.com", "message": "held up"}},
+                id=7, token=self.token, conn=c)
+            c.close()
+
+        writer = threading.Thread(target=send)
+        writer.start()
+        try:
+            time.sleep(0.5)
+            self.assertTrue(writer.is_alive(), "the write did not wait for the lock")
+            # Two reads on other connections, on the one I/O thread the write arrived on.
+            started = time.monotonic()
+            c = self.conn()
+            r = modern("tools/call", {"name": "workspace.status", "arguments": {}}, id=7,
+                       token=self.token, conn=c)
+            c.close()
+            status = tool_result(self, r)["structuredContent"]
+            self.assertEqual(status["entities"], 0, status)  # the waiting write's recipient: not yet
+            c = self.conn()
+            c.request("GET", "/healthz")
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+            self.assertLess(time.monotonic() - started, 1.5)
+            self.assertTrue(writer.is_alive(), "the write finished while the lock was held")
+            self.server.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+        finally:
+            lock.execute("COMMIT")
+            lock.close()
+        writer.join(15)
+        sent = tool_result(self, answer["r"])["structuredContent"]
+        self.assertEqual(sent["status"], "pending_approval", sent)
+        self.assertEqual(self.server.proc.wait(timeout=10), 0, self.server.read_log())
+        # Acknowledged, so kept: the proposal is there after a restart.
+        self.server.kill()
+        self.server = Server(self.tmp.name)
+        c = self.conn()
+        r = modern("tools/call", {"name": "decision.inspect",
+                                  "arguments": {"decision_id": sent["decision_id"]}},
+                   id=7, token=self.token, conn=c)
+        c.close()
+        self.assertEqual(tool_result(self, r)["structuredContent"]["decision_id"],
+                         sent["decision_id"])
+
+    def test_deeply_nested_write_requests_are_refused_cleanly(self):
+        """A write request of up to 16 KiB runs on a fiber's 1 MiB stack. JSON nested past
+        128 levels is a parse error (-32700) saying so; at the limit it is read, and these
+        arguments are refused by the tool's schema. The server lives on either way."""
+        def send(levels):
+            # The body, its params and its arguments are three levels; `deep` adds `levels`.
+            head = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "action.communicate", "_meta": meta(),
+                "arguments": {"to": "pat@example.com", "message": "hi", "deep": 0}}})
+            if levels is None:  # as deep as 16 KiB allows
+                levels = (16 * 1024 - len(head)) // 2
+            body = head.replace('"deep": 0', '"deep": ' + "[" * levels + "]" * levels)
+            self.assertLessEqual(len(body), 16 * 1024)
+            c = self.conn()
+            r = request("POST", body=body, token=self.token, conn=c, headers={
+                "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+                "Mcp-Name": "action.communicate"})
+            c.close()
+            return r
+
+        at_limit = send(125)
+        self.assertEqual(at_limit.status, 200, at_limit)
+        result = at_limit.json()["result"]
+        self.assertTrue(result["isError"], result)
+        self.assertIn("deep", json.dumps(result))
+        for levels in (126, None):
+            with self.subTest(levels=levels):
+                body = self.assertRpcError(send(levels), 400, -32700, id=None)
+                self.assertIn("128", body["error"]["message"])
+        c = self.conn()
+        c.request("GET", "/healthz")
+        self.assertEqual(c.getresponse().status, 200)
+        c.close()
 
 
 # --------------------------------------------------------------------------------------------
