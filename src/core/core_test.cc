@@ -257,6 +257,8 @@ TEST(JsonTextTest, ParseJsonRefusesNestingPastTheLimit) {
           ParseJson(pad + nested(limits::kMaxJsonDepth - 1, objects, true)).is_discarded());
       EXPECT_TRUE(ParseJson(pad + nested(limits::kMaxJsonDepth, objects, true)).is_discarded());
       EXPECT_TRUE(ParseJson(pad + nested(5000, objects)).is_discarded());
+      // What Cortex stored before the limit is still read.
+      EXPECT_FALSE(ParseStoredJson(pad + nested(5000, objects)).is_discarded());
     }
   }
 }

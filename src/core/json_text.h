@@ -26,8 +26,9 @@ std::string DumpJson(const nlohmann::json& value, KnownText known = {});
 // exactly what nlohmann::json::parse does, and gives the same value.
 nlohmann::json ParseJson(std::string_view text);
 
-// ParseJson for text that must be JSON because Cortex wrote it (a stored column): anything
-// else is corruption and throws std::runtime_error, as nlohmann's throwing parse did.
+// ParseJson for text that must be JSON because Cortex wrote it (a stored column), at any
+// depth: anything else is corruption and throws std::runtime_error, as nlohmann's throwing
+// parse did.
 nlohmann::json ParseStoredJson(std::string_view text);
 
 // True iff `s` is well-formed UTF-8.

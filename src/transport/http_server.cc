@@ -27,6 +27,7 @@
 #include <cctype>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -363,8 +364,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     auto start = std::chrono::steady_clock::now();
     server_.metrics.BeginRequest();
     if (server_.router.MayWrite(req)) {
-      if (server_.options.write_fibers && req.body.size() <= limits::kMaxFiberBodyBytes) {
-        return RunAsFiber(std::move(req), keep_alive, start);
+      if (server_.cut_off) {
+        // Past the shutdown grace period (the drain in Run()): no new write starts.
+        server_.metrics.EndRequest();
+        return Close();
+      }
+      if (server_.options.write_fibers && req.body.size() <= limits::kMaxFiberBodyBytes &&
+          RunAsFiber(req, keep_alive, start)) {
+        return;
       }
       // Off the worker: its other connections keep being served while this one waits for
       // its commit. The response is sent from the connection's own worker.
@@ -390,15 +397,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // On this worker, as a fiber: its other connections are served while it waits for its
   // commit, and it goes on here once its write is durable.
-  void RunAsFiber(HttpRequest req, bool keep_alive, std::chrono::steady_clock::time_point start) {
+  // False, with `req` left as it was, if no stack could be had for the fiber (memory, or
+  // the kernel's limit on mappings): the write pool takes the request instead.
+  bool RunAsFiber(HttpRequest& req, bool keep_alive, std::chrono::steady_clock::time_point start) {
+    auto request = std::make_shared<HttpRequest>(std::move(req));
     auto res = std::make_shared<HttpResponse>();
-    fiber_ = std::make_unique<RequestFiber>(
-        worker_, [this, res, req = std::move(req), start] { *res = server_.Respond(req, start); },
-        [self = shared_from_this(), res, keep_alive] {
-          auto ended = std::move(self->fiber_);
-          self->Send(std::move(*res), keep_alive);
-        });
+    try {
+      fiber_ = std::make_unique<RequestFiber>(
+          worker_, [this, request, res, start] { *res = server_.Respond(*request, start); },
+          [self = shared_from_this(), res, keep_alive] {
+            auto ended = std::move(self->fiber_);
+            self->Send(std::move(*res), keep_alive);
+          });
+    } catch (const std::bad_alloc&) {
+      spdlog::warn("no stack for a write request's fiber; the write pool takes it");
+      req = std::move(*request);
+      return false;
+    }
     fiber_->Run();
+    return true;
   }
 
   void Send(HttpResponse res, bool keep_alive) {
