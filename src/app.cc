@@ -194,8 +194,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread only if nothing it does blocks that thread:
   // the store suspends it while its write waits, and no model is called to draft a message.
-  server_options.write_fibers =
-      (*store)->SuspendsWrites() && config->actions.drafter.kind != "openai";
+  server_options.write_fibers = (*store)->SuspendsWrites() && !config->actions.drafter.CallsModel();
   HttpServer server(router, metrics, server_options);
   auto port = server.Bind();
   if (!port.ok()) {

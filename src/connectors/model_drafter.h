@@ -15,6 +15,9 @@ struct DrafterConfig {
   std::string model;
   std::string api_key;  // sent as a bearer token if set
   int timeout_seconds = 20;
+
+  // True when drafting a message calls a model over the network (before its write).
+  bool CallsModel() const { return kind == "openai"; }
 };
 
 // Asks the model for a draft. Unavailable on any transport or shape error.

@@ -90,7 +90,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   // lock across a network call) and spends one unit of today's inference budget.
   std::optional<std::string> model_draft;
   json drafter_note = {{"drafter", "builtin"}};
-  if (config_.drafter.kind == "openai") {
+  if (config_.drafter.CallsModel()) {
     // A bad recipient or tone costs nothing: check them before spending budget.
     std::string name = req.to;
     CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {

@@ -547,8 +547,7 @@ class SqliteStore final : public Store {
     return me.result;
   }
 
-  // Can a request suspended in Write() be resumed on another thread? Yes: nothing here
-  // waits on the caller's thread.
+  // Write() above suspends a request running as a fiber.
   bool SuspendsWrites() const override { return true; }
 
   void BeginSharedReads() override {
