@@ -192,9 +192,9 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   Metrics metrics;
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
-  // A write request may run on an I/O thread only if nothing it does blocks that thread:
-  // the store suspends it while its write waits, and no model is called to draft a message.
-  server_options.write_fibers = (*store)->SuspendsWrites() && !config->actions.drafter.CallsModel();
+  // A write request may run on an I/O thread if the store suspends it while its write waits
+  // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).
+  server_options.write_fibers = (*store)->SuspendsWrites();
   HttpServer server(router, metrics, server_options);
   auto port = server.Bind();
   if (!port.ok()) {

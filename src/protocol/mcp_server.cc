@@ -457,6 +457,14 @@ Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) 
   return session;
 }
 
+bool McpServer::ToolCallMayCallOut(const std::string* name_header) const {
+  if (name_header != nullptr) {
+    std::optional<std::string> name = DecodeHeaderValue(*name_header);
+    if (name && tools_.Has(*name)) return tools_.CallsOut(*name);
+  }
+  return tools_.AnyCallsOut();
+}
+
 Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
   auto session = LiveSession(id);
   if (!session.ok()) return session.status();

@@ -104,6 +104,11 @@ class McpServer {
   bool HasSession(const std::string& id);
   // Whether tool `name` only reads (unknown names: false).
   bool IsReadOnlyTool(std::string_view name) const { return tools_.IsReadOnly(name); }
+  // Whether a tools/call whose Mcp-Name header is `name_header` (null: none) may wait on
+  // the network (ToolDef::calls_out). The header is decoded as the request's own check
+  // decodes it (=?base64?...?=); a name that is absent, malformed or no tool's counts as any
+  // tool's: such a call is refused before a handler runs, and must not be waved through.
+  bool ToolCallMayCallOut(const std::string* name_header) const;
   // Counts a GET /mcp stream of session `id` (streams are connections to this process):
   // false if it already has limits::kMaxStreamsPerSession streams open here.
   // REQUIRES: SessionExists(id, caller) said true.

@@ -45,6 +45,8 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                       {"idempotentHint", false},
                       {"openWorldHint", true}},
       .scope = kScopeAct,
+      // A model drafts before the write (engines/actions.cc): a network call.
+      .calls_out = config.actions.drafter.CallsModel(),
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
         CommunicateRequest req{args.at("to"), args.at("message"), args.value("tone", ""),
                                args.value("context", ""), ctx.auth.token_id};

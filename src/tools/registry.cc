@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace cortex {
 
 using nlohmann::json;
@@ -64,6 +66,15 @@ bool ToolRegistry::Has(const std::string& name) const { return Find(name) != nul
 bool ToolRegistry::IsReadOnly(std::string_view name) const {
   const Entry* entry = Find(name);
   return entry != nullptr && entry->read_only;
+}
+
+bool ToolRegistry::CallsOut(std::string_view name) const {
+  const Entry* entry = Find(name);
+  return entry != nullptr && entry->def.calls_out;
+}
+
+bool ToolRegistry::AnyCallsOut() const {
+  return std::any_of(tools_.begin(), tools_.end(), [](const Entry& e) { return e.def.calls_out; });
 }
 
 ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {

@@ -38,6 +38,9 @@ struct ToolDef {
   nlohmann::json output_schema;  // null for tools without structured output
   nlohmann::json annotations;    // e.g. {"readOnlyHint": true}
   Scope scope = kScopeRead;      // needed to call it
+  // The handler may wait on the network (a model drafting a message): it must not run
+  // where waiting holds up other requests (an I/O thread).
+  bool calls_out = false;
   ToolHandler handler;
 };
 
@@ -51,6 +54,10 @@ class ToolRegistry {
   bool Has(const std::string& name) const;
   // Whether tool `name` is declared read-only (annotation readOnlyHint); false if unknown.
   bool IsReadOnly(std::string_view name) const;
+  // Whether tool `name` may wait on the network (ToolDef::calls_out); false if unknown.
+  bool CallsOut(std::string_view name) const;
+  // Whether any tool may (for a call whose tool is not known in advance).
+  bool AnyCallsOut() const;
 
   // Calls tool `name` (REQUIRES: Has(name)): checks scope, validates `args`, runs the
   // handler. Never throws: a handler's exception becomes an internal_error result.

@@ -219,6 +219,16 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
   return name == nullptr || !mcp_.IsReadOnlyTool(*name);
 }
 
+bool HttpRouter::MayCallOut(const HttpRequest& req) const {
+  if (req.method != "POST") return false;
+  std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+  if (path != "/mcp") return false;
+  const std::string* method = req.Header("mcp-method");
+  if (method != nullptr && *method != "tools/call") return false;
+  // Without Mcp-Method (the session era) the body may call any tool, whatever Mcp-Name says.
+  return mcp_.ToolCallMayCallOut(method != nullptr ? req.Header("mcp-name") : nullptr);
+}
+
 HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   std::string path = req.target.substr(0, req.target.find('?'));
   log.route = RouteName(req.method, req.target);

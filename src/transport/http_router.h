@@ -76,6 +76,12 @@ class HttpRouter {
   // answer is the same either way.
   bool MayWrite(const HttpRequest& req) const;
 
+  // Whether handling `req` may wait on the network: a call of a tool that may (a model
+  // drafting action.communicate's message), or, while any tool may, a POST whose headers do
+  // not name a known tool (the session era has no Mcp-Method; McpServer::ToolCallMayCallOut).
+  // The transport never runs those on an I/O thread.
+  bool MayCallOut(const HttpRequest& req) const;
+
   // Whether the stream opened for `session` should stay open (false once it is deleted).
   bool StreamAlive(const std::string& session);
   // The transport closed a stream that Handle() opened.

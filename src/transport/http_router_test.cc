@@ -314,5 +314,55 @@ TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
   EXPECT_FALSE(router_->MayWrite(health));
 }
 
+// A request that may wait on the network (a model drafting a message) never runs on an
+// I/O thread; every other write may.
+TEST_F(HttpRouterTest, RequestsThatMayCallAModelAreToldApart) {
+  auto call = [&](const std::string& tool) {
+    HttpRequest r = Post("/mcp", "{}", token_);
+    r.headers.emplace_back("mcp-method", "tools/call");
+    r.headers.emplace_back("mcp-name", tool);
+    return r;
+  };
+  // The built-in drafter calls nothing: no request may.
+  EXPECT_FALSE(router_->MayCallOut(call("action.communicate")));
+  EXPECT_FALSE(router_->MayCallOut(call("no.such_tool")));
+  EXPECT_FALSE(router_->MayCallOut(Post("/mcp", Initialize(), token_)));
+
+  EngineConfig with_model;
+  with_model.actions.drafter.kind = "openai";
+  EXPECT_TRUE(ActionCommunicateTool(with_model).calls_out);
+  EXPECT_FALSE(ActionCommunicateTool(config_).calls_out);
+
+  ToolDef model;
+  model.name = "test.model";
+  model.description = "A tool that calls a model.";
+  model.input_schema = json{{"type", "object"}};
+  model.calls_out = true;
+  model.handler = [](ToolContext&, const json&) { return ToolReply::Ok(json::object()); };
+  ASSERT_TRUE(registry_.Add(model).ok());
+  EXPECT_TRUE(router_->MayCallOut(call("test.model")));
+  EXPECT_FALSE(router_->MayCallOut(call("action.communicate")));
+  EXPECT_FALSE(router_->MayCallOut(call("action.approve")));
+  // The name is read as the MCP server reads it: base64-encoded (2026-07-28 §Value
+  // Encoding) it is the same tool. One that is malformed or no tool's might be anything
+  // once decoded otherwise, so it is taken for the worst (such a call is refused anyway).
+  EXPECT_TRUE(router_->MayCallOut(call("=?base64?dGVzdC5tb2RlbA==?=")));       // test.model
+  EXPECT_FALSE(router_->MayCallOut(call("=?base64?YWN0aW9uLmFwcHJvdmU=?=")));  // action.approve
+  EXPECT_TRUE(router_->MayCallOut(call("=?base64?not base64?=")));
+  EXPECT_TRUE(router_->MayCallOut(call("no.such_tool")));
+  HttpRequest nameless = Post("/mcp?x=1", "{}", token_);
+  nameless.headers.emplace_back("mcp-method", "tools/call");
+  EXPECT_TRUE(router_->MayCallOut(nameless));
+  HttpRequest list = Post("/mcp", "{}", token_);
+  list.headers.emplace_back("mcp-method", "tools/list");
+  EXPECT_FALSE(router_->MayCallOut(list));
+  // The session era names no tool in its headers: any POST might be that tool's call.
+  EXPECT_TRUE(router_->MayCallOut(Post("/mcp", Initialize(), token_)));
+  EXPECT_FALSE(router_->MayCallOut(Post("/v1/episodes", "", token_)));
+  HttpRequest del = Post("/mcp", "", token_);
+  del.method = "DELETE";
+  EXPECT_FALSE(router_->MayCallOut(del));
+}
+
 }  // namespace
 }  // namespace cortex

@@ -2,10 +2,10 @@
 // connection runs on one worker thread's io_context, and the request handler (HttpRouter)
 // does no socket I/O of its own. Reads are handled on the worker thread. A request that may
 // write (HttpRouter::MayWrite) runs there too as a fiber when the store can suspend it while
-// its write waits for a group commit (RequestFiber); otherwise it goes to the write pool,
-// whose threads block on the commit, and its response comes back to the connection's worker
-// to be sent. The read, write and idle timeouts are deadlines stored on the connection,
-// enforced by one sweep per worker.
+// its write waits for a group commit (RequestFiber) and nothing else it does waits
+// (HttpRouter::MayCallOut: a model call); otherwise it goes to the write pool, whose threads
+// block, and its response comes back to the connection's worker to be sent. The read, write and
+// idle timeouts are deadlines stored on the connection, enforced by one sweep per worker.
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -370,7 +370,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return Close();
       }
       if (server_.options.write_fibers && req.body.size() <= limits::kMaxFiberBodyBytes &&
-          RunAsFiber(req, keep_alive, start)) {
+          !server_.router.MayCallOut(req) && RunAsFiber(req, keep_alive, start)) {
         return;
       }
       // Off the worker: its other connections keep being served while this one waits for

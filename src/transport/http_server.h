@@ -19,8 +19,9 @@ struct HttpServerOptions {
   int threads = 2;
   HttpLimits http;
   // Write requests run as fibers on the I/O threads, suspended while their writes wait for
-  // a commit (needs a store whose Write() suspends: Store::SuspendsWrites). Otherwise a
-  // write request is handed to a pool of threads that block in Write().
+  // a commit (needs a store whose Write() suspends: Store::SuspendsWrites), except those
+  // that may wait on the network (HttpRouter::MayCallOut). Otherwise a write request is
+  // handed to a pool of threads that block.
   bool write_fibers = false;
 };
 
