@@ -97,9 +97,11 @@ jsonl_path = "{self.outbox}"
         self.server = Server(self.data, ["--config", config, *self.server_args])
 
     def tearDown(self):
-        self.assertEqual(self.server.terminate(), 0)
+        code = self.server.terminate()
+        self.server.kill()  # closes its log
         self.model.shutdown()
         self.tmp.cleanup()
+        self.assertEqual(code, 0)
 
     def delivered(self):
         if not os.path.exists(self.outbox):
