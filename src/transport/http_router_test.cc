@@ -63,6 +63,27 @@ class HttpRouterTest : public ::testing::Test {
     return r;
   }
 
+  // A stateless-era POST /mcp with these Mcp-Method and (if not empty) Mcp-Name headers.
+  HttpRequest Headed(const std::string& method, const std::string& name = "",
+                     const std::string& target = "/mcp") {
+    HttpRequest r = Post(target, "{}", token_);
+    r.headers.emplace_back("mcp-method", method);
+    if (!name.empty()) r.headers.emplace_back("mcp-name", name);
+    return r;
+  }
+  HttpRequest Call(const std::string& tool) { return Headed("tools/call", tool); }
+
+  // Registers a tool `name` without annotations that answers {}.
+  void AddTestTool(const std::string& name, bool calls_out) {
+    ToolDef def;
+    def.name = name;
+    def.description = "A test tool.";
+    def.input_schema = json{{"type", "object"}};
+    def.calls_out = calls_out;
+    def.handler = [](ToolContext&, const json&) { return ToolReply::Ok(json::object()); };
+    ASSERT_TRUE(registry_.Add(def).ok());
+  }
+
   HttpResponse Send(const HttpRequest& req) {
     RequestLog log;
     return router_->Handle(req, log);
@@ -279,30 +300,15 @@ TEST_F(HttpRouterTest, ClientsCannotMintMetricKeys) {
 
 // Requests that may wait for a commit run off the I/O threads; reads stay on them.
 TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
-  auto call = [&](const std::string& tool) {
-    HttpRequest r = Post("/mcp", "{}", token_);
-    r.headers.emplace_back("mcp-method", "tools/call");
-    r.headers.emplace_back("mcp-name", tool);
-    return r;
-  };
-  EXPECT_FALSE(router_->MayWrite(call("decision.inspect")));
-  EXPECT_FALSE(router_->MayWrite(call("meta.why_this_action")));
-  EXPECT_TRUE(router_->MayWrite(call("action.communicate")));
-  EXPECT_TRUE(router_->MayWrite(call("action.approve")));
-  EXPECT_TRUE(router_->MayWrite(call("no.such_tool")));  // unknown: assume the worst
-  ToolDef bare;  // annotations are optional: without them a tool may write
-  bare.name = "test.bare";
-  bare.description = "A tool without annotations.";
-  bare.input_schema = json{{"type", "object"}};
-  bare.handler = [](ToolContext&, const json&) { return ToolReply::Ok(json::object()); };
-  ASSERT_TRUE(registry_.Add(bare).ok());
-  EXPECT_TRUE(router_->MayWrite(call("test.bare")));
-  HttpRequest init = Post("/mcp", "{}", token_);
-  init.headers.emplace_back("mcp-method", "initialize");
-  EXPECT_TRUE(router_->MayWrite(init));
-  HttpRequest list = Post("/mcp", "{}", token_);
-  list.headers.emplace_back("mcp-method", "tools/list");
-  EXPECT_FALSE(router_->MayWrite(list));
+  EXPECT_FALSE(router_->MayWrite(Call("decision.inspect")));
+  EXPECT_FALSE(router_->MayWrite(Call("meta.why_this_action")));
+  EXPECT_TRUE(router_->MayWrite(Call("action.communicate")));
+  EXPECT_TRUE(router_->MayWrite(Call("action.approve")));
+  EXPECT_TRUE(router_->MayWrite(Call("no.such_tool")));  // unknown: assume the worst
+  AddTestTool("test.bare", false);  // annotations are optional: without them a tool may write
+  EXPECT_TRUE(router_->MayWrite(Call("test.bare")));
+  EXPECT_TRUE(router_->MayWrite(Headed("initialize")));
+  EXPECT_FALSE(router_->MayWrite(Headed("tools/list")));
   // The session era has no Mcp-Method header: its POSTs may write (initialize, a tool).
   EXPECT_TRUE(router_->MayWrite(Post("/mcp", Initialize(), token_)));
   EXPECT_TRUE(router_->MayWrite(Post("/v1/episodes", "", token_)));
@@ -317,15 +323,9 @@ TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
 // A request that may wait on the network (a model drafting a message) never runs on an
 // I/O thread; every other write may.
 TEST_F(HttpRouterTest, RequestsThatMayCallAModelAreToldApart) {
-  auto call = [&](const std::string& tool) {
-    HttpRequest r = Post("/mcp", "{}", token_);
-    r.headers.emplace_back("mcp-method", "tools/call");
-    r.headers.emplace_back("mcp-name", tool);
-    return r;
-  };
   // The built-in drafter calls nothing: no request may.
-  EXPECT_FALSE(router_->MayCallOut(call("action.communicate")));
-  EXPECT_FALSE(router_->MayCallOut(call("no.such_tool")));
+  EXPECT_FALSE(router_->MayCallOut(Call("action.communicate")));
+  EXPECT_FALSE(router_->MayCallOut(Call("no.such_tool")));
   EXPECT_FALSE(router_->MayCallOut(Post("/mcp", Initialize(), token_)));
 
   EngineConfig with_model;
@@ -333,29 +333,19 @@ TEST_F(HttpRouterTest, RequestsThatMayCallAModelAreToldApart) {
   EXPECT_TRUE(ActionCommunicateTool(with_model).calls_out);
   EXPECT_FALSE(ActionCommunicateTool(config_).calls_out);
 
-  ToolDef model;
-  model.name = "test.model";
-  model.description = "A tool that calls a model.";
-  model.input_schema = json{{"type", "object"}};
-  model.calls_out = true;
-  model.handler = [](ToolContext&, const json&) { return ToolReply::Ok(json::object()); };
-  ASSERT_TRUE(registry_.Add(model).ok());
-  EXPECT_TRUE(router_->MayCallOut(call("test.model")));
-  EXPECT_FALSE(router_->MayCallOut(call("action.communicate")));
-  EXPECT_FALSE(router_->MayCallOut(call("action.approve")));
+  AddTestTool("test.model", true);
+  EXPECT_TRUE(router_->MayCallOut(Call("test.model")));
+  EXPECT_FALSE(router_->MayCallOut(Call("action.communicate")));
+  EXPECT_FALSE(router_->MayCallOut(Call("action.approve")));
   // The name is read as the MCP server reads it: base64-encoded (2026-07-28 §Value
   // Encoding) it is the same tool. One that is malformed or no tool's might be anything
   // once decoded otherwise, so it is taken for the worst (such a call is refused anyway).
-  EXPECT_TRUE(router_->MayCallOut(call("=?base64?dGVzdC5tb2RlbA==?=")));       // test.model
-  EXPECT_FALSE(router_->MayCallOut(call("=?base64?YWN0aW9uLmFwcHJvdmU=?=")));  // action.approve
-  EXPECT_TRUE(router_->MayCallOut(call("=?base64?not base64?=")));
-  EXPECT_TRUE(router_->MayCallOut(call("no.such_tool")));
-  HttpRequest nameless = Post("/mcp?x=1", "{}", token_);
-  nameless.headers.emplace_back("mcp-method", "tools/call");
-  EXPECT_TRUE(router_->MayCallOut(nameless));
-  HttpRequest list = Post("/mcp", "{}", token_);
-  list.headers.emplace_back("mcp-method", "tools/list");
-  EXPECT_FALSE(router_->MayCallOut(list));
+  EXPECT_TRUE(router_->MayCallOut(Call("=?base64?dGVzdC5tb2RlbA==?=")));       // test.model
+  EXPECT_FALSE(router_->MayCallOut(Call("=?base64?YWN0aW9uLmFwcHJvdmU=?=")));  // action.approve
+  EXPECT_TRUE(router_->MayCallOut(Call("=?base64?not base64?=")));
+  EXPECT_TRUE(router_->MayCallOut(Call("no.such_tool")));
+  EXPECT_TRUE(router_->MayCallOut(Headed("tools/call", "", "/mcp?x=1")));  // no Mcp-Name
+  EXPECT_FALSE(router_->MayCallOut(Headed("tools/list")));
   // The session era names no tool in its headers: any POST might be that tool's call.
   EXPECT_TRUE(router_->MayCallOut(Post("/mcp", Initialize(), token_)));
   EXPECT_FALSE(router_->MayCallOut(Post("/v1/episodes", "", token_)));
