@@ -144,10 +144,12 @@ class SchemaLayout : public Layout {
     if (!indexes_) {
       std::vector<std::string> names;
       sqlite3_stmt* s = nullptr;
-      sqlite3_prepare_v2(db,
-                         "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-                         " AND tbl_name IN ('episodes', 'decisions', 'notifications')",
-                         -1, &s, nullptr);
+      if (sqlite3_prepare_v2(db,
+                             "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT"
+                             " NULL AND tbl_name IN ('episodes', 'decisions', 'notifications')",
+                             -1, &s, nullptr) != SQLITE_OK) {
+        Die(db, "listing the indexes");
+      }
       while (sqlite3_step(s) == SQLITE_ROW) {
         names.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
       }
