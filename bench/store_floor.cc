@@ -8,7 +8,8 @@
 //
 //   schema             today's tables and indexes (every migration applied); episodes as
 //                      they arrive, then decisions by counterparty and notifications by
-//                      class and time, as triage stores them
+//                      class and time, as triage stores them (it sorts up to 4,000 at a
+//                      time, this the whole batch)
 //   tables only        the same three tables, their secondary indexes dropped
 //   one row            the three rows as one, keyed by an integer, with the four indexes
 //                      triage and the digest read (counterparty and kind, thread, external
