@@ -17,6 +17,9 @@ namespace {
 
 constexpr char kAuthChallenge[] = "Bearer realm=\"cortex\"";
 
+// A request target's path: without its query.
+std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
+
 HttpResponse Json(int status, const json& body) {
   HttpResponse r;
   r.status = status;
@@ -25,7 +28,6 @@ HttpResponse Json(int status, const json& body) {
   return r;
 }
 
-// A plain (non-JSON-RPC) error body for routes outside MCP.
 // A JSON-RPC error with no id, for refusals that happen before the message is read.
 HttpResponse RpcProblem(int status, int code, const std::string& message) {
   return Json(status, rpc::MakeError(nullptr, rpc::Error{code, message, {}}));
@@ -128,7 +130,7 @@ HttpResponse HttpRouter::TooLarge(std::string_view target) {
   size_t limit = BodyLimit(target);
   std::string message = "Request body exceeds the limit of " + std::to_string(limit) + " bytes";
   // Each route answers in its own error shape: JSON-RPC for /mcp, a status body for ingest.
-  if (target.substr(0, target.find('?')) == "/v1/episodes") {
+  if (PathOf(target) == "/v1/episodes") {
     return Problem(413, "payload_too_large", message);
   }
   return RpcProblem(413, rpc::kInvalidRequest, message);
@@ -197,7 +199,7 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
 }
 
 std::string HttpRouter::RouteName(std::string_view method, std::string_view target) {
-  std::string_view path = target.substr(0, target.find('?'));
+  std::string_view path = PathOf(target);
   // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
   bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" || path == "/v1/episodes";
   bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
@@ -207,7 +209,7 @@ std::string HttpRouter::RouteName(std::string_view method, std::string_view targ
 bool HttpRouter::MayWrite(const HttpRequest& req) const {
   if (req.method == "DELETE") return true;
   if (req.method != "POST") return false;
-  std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
+  std::string_view path = PathOf(req.target);
   if (path == "/v1/episodes") return true;
   if (path != "/mcp") return false;
   // A session-era request may touch its session's last use (a write, once a minute).
@@ -221,8 +223,7 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
 
 bool HttpRouter::MayCallOut(const HttpRequest& req) const {
   if (req.method != "POST") return false;
-  std::string_view path = std::string_view(req.target).substr(0, req.target.find('?'));
-  if (path != "/mcp") return false;
+  if (PathOf(req.target) != "/mcp") return false;
   const std::string* method = req.Header("mcp-method");
   if (method != nullptr && *method != "tools/call") return false;
   // Without Mcp-Method (the session era) the body may call any tool, whatever Mcp-Name says.
@@ -230,7 +231,7 @@ bool HttpRouter::MayCallOut(const HttpRequest& req) const {
 }
 
 HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
-  std::string path = req.target.substr(0, req.target.find('?'));
+  std::string_view path = PathOf(req.target);
   log.route = RouteName(req.method, req.target);
   log.status = "ok";
 

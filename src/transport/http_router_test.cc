@@ -63,6 +63,13 @@ class HttpRouterTest : public ::testing::Test {
     return r;
   }
 
+  // An authenticated request with this method and target, and no body.
+  HttpRequest Bare(const std::string& method, const std::string& target) {
+    HttpRequest r = Post(target, "", token_);
+    r.method = method;
+    return r;
+  }
+
   // A stateless-era POST /mcp with these Mcp-Method and (if not empty) Mcp-Name headers.
   HttpRequest Headed(const std::string& method, const std::string& name = "",
                      const std::string& target = "/mcp") {
@@ -312,12 +319,8 @@ TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
   // The session era has no Mcp-Method header: its POSTs may write (initialize, a tool).
   EXPECT_TRUE(router_->MayWrite(Post("/mcp", Initialize(), token_)));
   EXPECT_TRUE(router_->MayWrite(Post("/v1/episodes", "", token_)));
-  HttpRequest del = Post("/mcp", "", token_);
-  del.method = "DELETE";
-  EXPECT_TRUE(router_->MayWrite(del));
-  HttpRequest health = Post("/healthz", "", "");
-  health.method = "GET";
-  EXPECT_FALSE(router_->MayWrite(health));
+  EXPECT_TRUE(router_->MayWrite(Bare("DELETE", "/mcp")));
+  EXPECT_FALSE(router_->MayWrite(Bare("GET", "/healthz")));
 }
 
 // A request that may wait on the network (a model drafting a message) never runs on an
@@ -349,9 +352,7 @@ TEST_F(HttpRouterTest, RequestsThatMayCallAModelAreToldApart) {
   // The session era names no tool in its headers: any POST might be that tool's call.
   EXPECT_TRUE(router_->MayCallOut(Post("/mcp", Initialize(), token_)));
   EXPECT_FALSE(router_->MayCallOut(Post("/v1/episodes", "", token_)));
-  HttpRequest del = Post("/mcp", "", token_);
-  del.method = "DELETE";
-  EXPECT_FALSE(router_->MayCallOut(del));
+  EXPECT_FALSE(router_->MayCallOut(Bare("DELETE", "/mcp")));
 }
 
 }  // namespace
