@@ -11,6 +11,8 @@
 #include "core/json_text.h"
 #include "fuzz/fuzz_store.h"
 #include "protocol/mcp_server.h"
+#include "store/sessions.h"
+#include "store/tokens.h"
 #include "tools/cortex_tools.h"
 #include "transport/http_router.h"
 
@@ -38,7 +40,7 @@ struct Http {
                   kScopeRead | kScopeAct | kScopeAdmin,
                   w.clock.Now(),
                   std::nullopt};
-    if (!w.store->Write([&](WriteTx& tx) { return tx.InsertToken(t); }).ok()) std::abort();
+    if (!w.store->Write([&](WriteTx& tx) { return tx.tokens().Insert(t); }).ok()) std::abort();
     // The clock stands still while fuzzing: lift the call quotas so calls keep reaching
     // the tools (quotas have their own unit tests).
     QuotaLimits unlimited;
@@ -95,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (header.first != "Mcp-Session-Id") continue;
     const std::string& ws = fuzz::World().demo.id;
     Status st = fuzz::World().store->Write(
-        [&](WriteTx& tx) { return tx.DeleteSession(ws, header.second).status(); });
+        [&](WriteTx& tx) { return tx.sessions().Delete(ws, header.second).status(); });
     if (!st.ok()) std::abort();
   }
   return 0;

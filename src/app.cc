@@ -16,6 +16,8 @@
 #include "engines/delivery.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
+#include "store/quotas.h"
+#include "store/sessions.h"
 #include "store/store.h"
 #include "transport/http_router.h"
 #include "transport/http_server.h"
@@ -82,8 +84,8 @@ class BackgroundWork {
     // Local days run up to 14 h ahead of or behind UTC: keep two days either side.
     int64_t day = ToUnixMillis(now) / 86'400'000 - 2;
     Status st = store_.Write([&](WriteTx& tx) -> Status {
-      CORTEX_RETURN_IF_ERROR(tx.DeleteIdleSessions(now - limits::kSessionIdleExpiry));
-      return tx.DeleteCallCountsBefore(minute - 1, day);
+      CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
+      return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
   }

@@ -20,7 +20,13 @@
 #include "engines/rules.h"
 #include "engines/tokens.h"
 #include "engines/trust.h"
+#include "store/entities.h"
+#include "store/quotas.h"
+#include "store/rules.h"
 #include "store/store.h"
+#include "store/tokens.h"
+#include "store/trust.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -78,7 +84,7 @@ int CmdTokenList(const std::string& data, const std::string& workspace) {
   if (!ws.ok()) return Fail(ws.status());
   std::vector<TokenRecord> tokens;
   Status st = (*store)->Read([&](ReadTx& tx) {
-    auto list = tx.ListTokens(ws->id);
+    auto list = tx.tokens().List(ws->id);
     if (!list.ok()) return list.status();
     tokens = std::move(*list);
     return Status::Ok();
@@ -137,7 +143,7 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
   if (!ws.ok()) return Fail(ws.status());
   std::vector<Rule> rules;
   Status st = (*store)->Read([&](ReadTx& tx) {
-    auto list = tx.ListRules(ws->id, !all);
+    auto list = tx.rules().List(ws->id, !all);
     if (!list.ok()) return list.status();
     rules = std::move(*list);
     return Status::Ok();
@@ -148,12 +154,12 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
   for (Rule& r : rules) (r.active ? active : retired).push_back(std::move(r));
   SortForEvaluation(active);
   std::stable_partition(active.begin(), active.end(),
-                        [](const Rule& r) { return r.kind == "triage"; });
+                        [](const Rule& r) { return r.kind == RuleKind::kTriage; });
   ConfidenceThresholds thresholds;
   std::cout << "ID\tNAME\tKIND\tEFFECT\tPRIORITY\tCONFIDENCE\tSUPPORT\tHITS\tSTATUS\tSUMMARY\n";
   for (const auto* group : {&active, &retired}) {
     for (const Rule& r : *group) {
-      std::string effect = r.then.triage_class;
+      std::string effect(r.then.triage_class ? Name(*r.then.triage_class) : "");
       if (r.then.max_level) effect = "max_level=" + std::to_string(*r.then.max_level);
       if (r.then.block) effect += effect.empty() ? "block" : ",block";
       if (r.then.urgent) effect += effect.empty() ? "urgent" : ",urgent";
@@ -184,7 +190,7 @@ int CmdTrustSet(const std::string& data, const std::string& workspace, const std
     }
     TrustSetting t{cls, *resolved, level, ceiling, ProcessClock().Now()};
     // Keep what is not being changed.
-    auto current = tx.ListTrust(ws->id);
+    auto current = tx.trust().List(ws->id);
     if (!current.ok()) return current.status();
     for (const TrustSetting& c : *current) {
       if (c.action_class == cls && c.scope == *resolved) {
@@ -192,11 +198,11 @@ int CmdTrustSet(const std::string& data, const std::string& workspace, const std
         if (!ceiling) t.ceiling = c.ceiling;
       }
     }
-    CORTEX_RETURN_IF_ERROR(tx.SetTrust(ws->id, t));
-    auto locked = tx.GetWorkspace(ws->id);  // read after SetTrust locked the workspace
+    CORTEX_RETURN_IF_ERROR(tx.trust().Set(ws->id, t));
+    auto locked = tx.workspaces().Get(ws->id);  // read after SetTrust locked the workspace
     if (!locked.ok()) return locked.status();
     av = NewIdAfter("av_", ProcessClock(), locked->agent_version);
-    return tx.SetAgentVersion(ws->id, av);
+    return tx.workspaces().SetAgentVersion(ws->id, av);
   });
   if (!st.ok()) return Fail(st);
   std::cout << "trust " << cls << " " << scope << ":"
@@ -214,12 +220,12 @@ int CmdTrustList(const std::string& data, const std::string& workspace) {
   std::vector<TrustSetting> rows;
   std::map<std::string, std::string> names;
   Status st = (*store)->Read([&](ReadTx& tx) -> Status {
-    auto list = tx.ListTrust(ws->id);
+    auto list = tx.trust().List(ws->id);
     if (!list.ok()) return list.status();
     rows = std::move(*list);
     for (const TrustSetting& t : rows) {
       if (t.scope.rfind("entity:", 0) == 0) {
-        auto e = tx.GetEntity(ws->id, t.scope.substr(7));
+        auto e = tx.entities().Get(ws->id, t.scope.substr(7));
         if (e.ok()) names[t.scope] = e->name;
       }
     }
@@ -267,7 +273,7 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
   Status st = (*store)->Write(
-      [&](WriteTx& tx) -> Status { return tx.SetQuotaOverride(ws->id, name, limit); });
+      [&](WriteTx& tx) -> Status { return tx.quotas().SetOverride(ws->id, name, limit); });
   if (!st.ok()) return Fail(st);
   std::cout << "quota " << name << " for " << workspace << ": "
             << (limit ? std::to_string(*limit) : "the default") << "\n";
@@ -283,7 +289,7 @@ int CmdQuotaList(const std::string& data, const std::string& workspace, const st
   if (!ws.ok()) return Fail(ws.status());
   std::vector<std::pair<std::string, int64_t>> overrides;
   Status st = (*store)->Read([&](ReadTx& tx) -> Status {
-    auto got = tx.QuotaOverrides(ws->id);
+    auto got = tx.quotas().Overrides(ws->id);
     if (!got.ok()) return got.status();
     overrides = std::move(*got);
     return Status::Ok();
@@ -317,7 +323,7 @@ int CmdLedgerVerify(const std::string& data, const std::string& workspace) {
     workspaces.push_back(*ws);
   } else {
     Status st = (*store)->Read([&](ReadTx& tx) {
-      auto list = tx.ListWorkspaces();
+      auto list = tx.workspaces().List();
       if (!list.ok()) return list.status();
       workspaces = std::move(*list);
       return Status::Ok();

@@ -9,6 +9,7 @@
 #include "connectors/connector.h"
 #include "core/json_text.h"
 #include "core/time.h"
+#include "store/outbox.h"
 
 namespace cortex {
 
@@ -31,7 +32,7 @@ class OutboxConnector final : public Connector {
   Status Deliver(const OutboxItem& item) override {
     bool first = false;
     CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) {
-      auto added = tx.RecordDeliveredMessage(item, clock_.Now());
+      auto added = tx.outbox().RecordDelivered(item, clock_.Now());
       if (!added.ok()) return added.status();
       first = *added;
       return Status::Ok();

@@ -8,11 +8,21 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/time.h"
+#include "engines/action_policy.h"
 #include "engines/drafter.h"
 #include "engines/identifiers.h"
 #include "engines/ledger.h"
 #include "engines/rules.h"
 #include "engines/signals.h"
+#include "store/actions.h"
+#include "store/decisions.h"
+#include "store/entities.h"
+#include "store/episodes.h"
+#include "store/ledger.h"
+#include "store/outbox.h"
+#include "store/rules.h"
+#include "store/trust.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 
@@ -49,23 +59,71 @@ ActionResult Result_(std::string status, const Action& a, std::string message) {
   return r;
 }
 
-// Ledger and decision bookkeeping for one state change of `action`.
-Status Record(WriteTx& tx, const Clock& clock, const Action& action, const std::string& event,
+// Ledger and decision bookkeeping for `action` arriving in status `to`.
+Status Record(WriteTx& tx, const Clock& clock, const Action& action, ActionStatus to,
               const json& provenance, const json& detail) {
-  auto led = AppendLedgerEntry(tx, clock, action.workspace_id, action.id, action.decision_id, event,
-                               provenance, detail);
+  auto led = AppendLedgerEntry(tx, clock, action.workspace_id, action.id, action.decision_id,
+                               LedgerEventOf(to), provenance, detail);
   if (!led.ok()) return led.status();
-  return tx.SetDecisionStatus(action.workspace_id, action.decision_id, event);
+  return tx.decisions().SetStatus(action.workspace_id, action.decision_id, DecisionStatusOf(to));
 }
 
 // The provenance copied into every ledger entry of an action: what its proposal decided.
 Result<json> ProvenanceOf(WriteTx& tx, const Action& action) {
-  auto entries = tx.ListActionLedger(action.workspace_id, action.id);
+  auto entries = tx.ledger().ListForAction(action.workspace_id, action.id);
   if (!entries.ok()) return entries.status();
   if (entries->empty()) return Status::Internal("action " + action.id + " has no ledger entry");
   return entries->front().provenance;
 }
 
+// Who action.communicate writes to, as `to` names them: a known entity, or an address never
+// seen (normalised), which becomes a new entity when the proposal is recorded.
+struct Recipient {
+  std::optional<Entity> known;
+  std::string identifier;
+  const std::string& Name() const { return known ? known->name : identifier; }
+};
+
+// InvalidArgument naming field 'to' for an unknown entity id or a malformed address.
+Result<Recipient> FindRecipient(ReadTx& tx, const std::string& ws, const std::string& to) {
+  Recipient r;
+  if (to.rfind("entity_", 0) == 0) {
+    auto e = tx.entities().Get(ws, to);
+    if (!e.ok()) {
+      return e.status().code() == Code::kNotFound
+                 ? Status::InvalidArgument("field 'to': no entity " + to + " in this workspace")
+                 : e.status();
+    }
+    r.known = std::move(*e);
+    return r;
+  }
+  auto ident = NormalizeIdentifier(to);
+  if (!ident.ok()) return Status::InvalidArgument("field 'to': " + ident.status().message());
+  auto e = tx.entities().FindByIdentifier(ws, *ident);
+  if (e.ok()) {
+    r.known = std::move(*e);
+  } else if (e.status().code() != Code::kNotFound) {
+    return e.status();
+  }
+  r.identifier = std::move(*ident);
+  return r;
+}
+
+// The notification a message to `entity_id` answers, if one from them surfaced lately:
+// usually the latest triage; past a few silent ones (newsletters), none.
+Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& ws,
+                                                 const std::string& entity_id, TimePoint now) {
+  std::string since = IdFloor("dec_", now - kTriageLinkWindow);
+  for (int limit : {1, 5}) {
+    auto recent = tx.decisions().RecentTriage(ws, entity_id, since, limit);
+    if (!recent.ok()) return recent.status();
+    for (TriageLink& t : *recent) {
+      if (t.triage_class != TriageClass::kHandleSilently) return std::optional(std::move(t));
+    }
+    if (static_cast<int>(recent->size()) < limit) break;
+  }
+  return std::optional<TriageLink>();
+}
 }  // namespace
 
 Status EnqueueDelivery(WriteTx& tx, const Action& action, TimePoint now) {
@@ -74,11 +132,11 @@ Status EnqueueDelivery(WriteTx& tx, const Action& action, TimePoint now) {
   item.workspace_id = action.workspace_id;
   item.recipient = action.recipient;
   item.body = action.draft;
-  item.status = "pending";
+  item.status = OutboxStatus::kPending;
   item.attempts = 0;
   item.next_attempt_at = now;
   item.created_at = now;
-  return tx.InsertOutbox(item);
+  return tx.outbox().Insert(item);
 }
 
 ActionEngine::ActionEngine(Store& store, const Clock& clock, const ActionConfig& config)
@@ -92,14 +150,11 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   json drafter_note = {{"drafter", "builtin"}};
   if (config_.drafter.CallsModel()) {
     // A bad recipient or tone costs nothing: check them before spending budget.
-    std::string name = req.to;
+    std::string name;
     CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
-      auto who = ResolveEntity(tx, ws, req.to);
-      if (who.ok()) {
-        name = who->name;
-      } else if (who.status().code() == Code::kInvalidArgument || req.to.rfind("entity_", 0) == 0) {
-        return Status::InvalidArgument("field 'to': " + who.status().message());
-      }
+      auto to = FindRecipient(tx, ws, req.to);
+      if (!to.ok()) return to.status();
+      name = to->Name();
       return DraftMessage(req.message, req.tone, name).status();
     }));
     auto spent = SpendInference(ws, req.token_id);
@@ -116,293 +171,279 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
   ActionResult result;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     TimePoint now = clock_.Now();
-    auto workspace = tx.GetWorkspace(ws);
+    auto workspace = tx.workspaces().Get(ws);
     if (!workspace.ok()) return workspace.status();
-    std::string world_version = workspace->world_version;
+    Proposal p;
+    p.ws = ws;
+    p.agent_version = workspace->agent_version;
+    p.world_version = workspace->world_version;
+    p.now = now;
 
-    // 1. Resolve the recipient; an address never seen becomes a new entity.
-    std::optional<Entity> who;
-    bool new_entity = false;
-    if (req.to.rfind("entity_", 0) == 0) {
-      auto e = tx.GetEntity(ws, req.to);
-      if (!e.ok()) {
-        return e.status().code() == Code::kNotFound
-                   ? Status::InvalidArgument("field 'to': no entity " + req.to +
-                                             " in this workspace")
-                   : e.status();
-      }
-      who = std::move(*e);
+    // 1. The recipient, resolved once; an address never seen becomes a new entity.
+    auto to = FindRecipient(tx, ws, req.to);
+    if (!to.ok()) return to.status();
+    if (to->known) {
+      p.who = std::move(*to->known);
     } else {
-      auto ident = NormalizeIdentifier(req.to);
-      if (!ident.ok()) return Status::InvalidArgument("field 'to': " + ident.status().message());
-      auto e = tx.FindEntityByIdentifier(ws, *ident);
-      if (e.ok()) {
-        who = std::move(*e);
-      } else if (e.status().code() != Code::kNotFound) {
-        return e.status();
-      } else {
-        who = Entity{NewId("entity_", clock_), ws, "person", *ident, {*ident}, {}, now};
-        CORTEX_RETURN_IF_ERROR(tx.InsertEntity(*who));
-        world_version = NewIdAfter("wv_", clock_, world_version);
-        CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws, world_version));
-        new_entity = true;
-      }
+      p.who =
+          Entity{NewId("entity_", clock_), ws, "person", to->identifier, {to->identifier}, {}, now};
+      CORTEX_RETURN_IF_ERROR(tx.entities().Insert(p.who));
+      p.world_version = NewIdAfter("wv_", clock_, p.world_version);
+      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetWorldVersion(ws, p.world_version));
+      p.first_contact = true;
     }
 
     // 2. Draft (the model's, when it answered; else the built-in drafter's).
-    auto draft = DraftMessage(req.message, req.tone, who->name);
+    auto draft = DraftMessage(req.message, req.tone, p.who.name);
     if (!draft.ok()) return draft.status();
-    if (model_draft) draft = *model_draft;
+    p.draft = model_draft ? *model_draft : *draft;
 
-    // 3. Trust.
-    auto trust = LookupTrust(tx, ws, kClass, *who, config_.trust);
-    if (!trust.ok()) return trust.status();
-    int level = trust->level;
-
-    // 4. The situation action rules see: the outgoing message, with its signals.
-    Episode outgoing;
-    outgoing.workspace_id = ws;
-    outgoing.kind = "message_sent";
-    outgoing.occurred_at = now;
-    outgoing.entity_id = who->id;
-    outgoing.channel = "email";
-    outgoing.summary = req.message;
-    outgoing.body = *draft;
-    auto settings = tx.GetSettings(ws);
-    if (!settings.ok()) return settings.status();
-    auto signals = ComputeSignals(tx, *settings, outgoing, &*who);
-    if (!signals.ok()) return signals.status();
+    // 3. The facts the decision rests on, then the decision itself.
+    auto facts = ReadFacts(tx, p, req.message);
+    if (!facts.ok()) return facts.status();
     Situation situation;
-    situation.episode = &outgoing;
-    situation.counterparty = &*who;
-    situation.signals = signals->signals;
-    LocalTime lt = ToLocal(now, *settings);
+    situation.episode = &facts->outgoing;
+    situation.counterparty = &p.who;
+    situation.signals = facts->signals;
+    LocalTime lt = ToLocal(now, facts->settings);
     situation.local_minute_of_day = lt.minute_of_day;
     situation.local_weekday = lt.weekday;
+    p.verdict = DecideAction(kClass, facts->trust, config_.trust, facts->rules, situation);
+    p.signals = std::move(facts->signals);
 
-    auto rules = tx.ListRules(ws, /*active_only=*/true);
-    if (!rules.ok()) return rules.status();
-    std::vector<Rule> action_rules;
-    for (Rule& r : *rules) {
-      if (r.kind == "action" && r.action_class == kClass) action_rules.push_back(std::move(r));
-    }
-    SortForEvaluation(action_rules);
-    std::vector<const Rule*> fired;
-    bool urgent = false, blocked = false;
-    for (const Rule& r : action_rules) {
-      if (!RuleMatches(r, situation)) continue;
-      fired.push_back(&r);
-      if (r.then.max_level) level = std::min(level, *r.then.max_level);
-      blocked |= r.then.block;
-      urgent |= r.then.urgent;
-    }
-    if (blocked) level = 0;
+    // 4. Why, in the words the provenance keeps.
+    auto triage = FindTriageLink(tx, ws, p.who.id, now);
+    if (!triage.ok()) return triage.status();
+    p.triage = std::move(*triage);
+    CORTEX_RETURN_IF_ERROR(Explain(tx, p));
 
-    // 5. The notification this answers, if one from the same counterparty surfaced lately:
-    // usually the latest triage; past a few silent ones (newsletters), none.
-    std::optional<TriageLink> triage;
-    {
-      std::string since = IdFloor("dec_", now - kTriageLinkWindow);
-      for (int limit : {1, 5}) {
-        auto recent = tx.RecentTriage(ws, who->id, since, limit);
-        if (!recent.ok()) return recent.status();
-        for (TriageLink& t : *recent) {
-          if (t.triage_class != "handle_silently") {
-            triage = std::move(t);
-            break;
-          }
-        }
-        if (triage || static_cast<int>(recent->size()) < limit) break;
-      }
-    }
-
-    // 6. Provenance, materialised now so that reads never need anything else.
-    ConfidenceThresholds thresholds;
-    std::string rule_summary, confidence;
-    std::optional<std::string> rule_id;
-    std::vector<std::string> episode_ids;
-    if (!fired.empty()) {
-      rule_summary = fired.front()->summary;
-      confidence = ConfidenceLabel(*fired.front(), thresholds);
-      rule_id = fired.front()->id;
-    } else if (triage && triage->rule_summary) {
-      rule_summary = *triage->rule_summary;
-      confidence = triage->confidence;
-      rule_id = triage->rule_id;
-    } else {
-      rule_summary = "No rule applies: trust for " + std::string(kClass) + " with " + who->name +
-                     " is level " + std::to_string(trust->level) + " (" + LevelName(trust->level) +
-                     ", from " + trust->source + ").";
-      confidence = "just_guessing";
-    }
-    if (triage) {
-      for (const std::string& e : triage->source_episode_ids) episode_ids.push_back(e);
-    }
-    for (const Rule* r : fired) {
-      for (const std::string& e : r->evidence) episode_ids.push_back(e);
-    }
-    std::set<std::string> seen;
-    json contributing = json::array();
-    std::vector<std::string> source_ids;
-    for (const std::string& id : episode_ids) {
-      if (!seen.insert(id).second || contributing.size() >= kMaxContributingEpisodes) continue;
-      auto ep = tx.GetEpisodeSummary(ws, id);
-      if (!ep.ok()) continue;  // evidence always exists; be lenient rather than fail a send
-      // Built member by member: an initializer list copies every value it is given.
-      json& c = contributing.emplace_back(json::object());
-      c["id"] = ep->id;
-      c["summary"] = std::move(ep->summary);
-      c["occurred_at"] = FormatTime(ep->occurred_at);
-      source_ids.push_back(std::move(ep->id));
-    }
-
-    // 7. The decisions: one per fired rule, then the proposal itself.
-    std::string trace = NewId("trc_", clock_);
-    Action action;
-    action.id = NewId("act_", clock_);
-    action.workspace_id = ws;
-    action.action_class = kClass;
-    action.entity_id = who->id;
-    action.recipient = AddressOf(*who);
-    action.level = level;
-    action.urgent = urgent;
-    action.message = req.message;
-    action.tone = req.tone;
-    action.context = req.context;
-    action.draft = *draft;
-    action.created_at = now;
-    action.updated_at = now;
-
-    json fired_ids = json::array();
-    for (const Rule* r : fired) {
-      Decision d;
-      d.id = NewId("dec_", clock_);
-      d.workspace_id = ws;
-      d.decision_class = "rule_fired";
-      d.status = "recorded";
-      d.occurred_at = now;
-      d.entity_id = who->id;
-      std::string effect;
-      if (r->then.max_level) {
-        effect = "cap the level at " + std::to_string(*r->then.max_level) + " (" +
-                 LevelName(*r->then.max_level) + ")";
-      }
-      if (r->then.block) effect += std::string(effect.empty() ? "" : ", ") + "block the send";
-      if (r->then.urgent) effect += std::string(effect.empty() ? "" : ", ") + "mark it urgent";
-      d.payload_summary =
-          "Rule '" + r->name + "' fired on the message to " + who->name + ": " + effect + ".";
-      d.rule_id = r->id;
-      d.rule_summary = r->summary;
-      d.confidence = ConfidenceLabel(*r, thresholds);
-      d.trace_id = trace;
-      d.agent_version = workspace->agent_version;
-      d.world_version = world_version;
-      d.source_episode_ids = r->evidence;
-      d.details_json = DumpJson({{"action_id", action.id}, {"rule_name", r->name}});
-      CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
-      CORTEX_RETURN_IF_ERROR(tx.AddRuleHits(ws, r->id, 1));
-      fired_ids.push_back(d.id);
-    }
-
-    std::string event = level == 0 ? "refused" : level == 3 ? "executed" : "pending";
-    Decision proposal;
-    proposal.id = NewId("dec_", clock_);
-    proposal.workspace_id = ws;
-    proposal.decision_class = "action_proposed";
-    proposal.status = event;
-    proposal.occurred_at = now;
-    proposal.entity_id = who->id;
-    proposal.payload_summary = "Send " + who->name + " (" + action.recipient + ") a message: '" +
-                               Excerpt(*draft) + "' at trust level " + std::to_string(level) +
-                               " (" + LevelName(level) + ").";
-    proposal.rule_id = rule_id;
-    proposal.rule_summary = rule_summary;
-    proposal.confidence = confidence;
-    proposal.trace_id = trace;
-    proposal.agent_version = workspace->agent_version;
-    proposal.world_version = world_version;
-    proposal.source_episode_ids = source_ids;
-    json details = json::object();
-    details["signals"] = SignalsJson(signals->signals);
-    details["action_id"] = action.id;
-    details["level"] = level;
-    details["trust_level"] = trust->level;
-    details["trust_source"] = trust->source;
-    details["urgent"] = urgent;
-    details["rules_fired"] = std::move(fired_ids);
-    details["first_contact"] = new_entity;
-    details["drafting"] = drafter_note;
-    proposal.details_json = DumpJson(details);
-    if (triage) proposal.triage_decision_id = triage->decision_id;
-    std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
-    proposal.ledger_entry_id = ledger_id;
-    action.decision_id = proposal.id;
-    if (level == 1) action.due_at = now + config_.draft_expiry;
-    if (level == 2) action.due_at = now + config_.undo_window;
-    action.status = level == 0 ? "refused" : level == 3 ? "executed" : "pending";
-    CORTEX_RETURN_IF_ERROR(tx.InsertDecision(proposal));
-    CORTEX_RETURN_IF_ERROR(tx.InsertAction(action));
-
-    // 8. The ledger and, when executing, the outbox row.
-    json provenance = json::object();
-    provenance["rule_summary"] = rule_summary;
-    provenance["confidence"] = confidence;
-    provenance["contributing_episodes"] = std::move(contributing);
-    provenance["agent_version"] = workspace->agent_version;
-    provenance["world_version"] = world_version;
-    json detail = json::object();
-    detail["level"] = level;
-    detail["recipient"] = action.recipient;
-    detail["draft"] = action.draft;
-    detail["urgent"] = urgent;
-    if (action.due_at) detail["due_at"] = FormatTime(*action.due_at);
-    auto led =
-        AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,
-                          level == 0 ? "refused" : "proposed", provenance, detail, ledger_id);
-    if (!led.ok()) return led.status();
-    if (level == 3) {
-      auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, "executed", provenance,
-                                    {{"by", "trust level 3"}});
-      if (!exec.ok()) return exec.status();
-      CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, now));
-    }
-
-    if (level == 0) {
-      result = Result_("error", action,
-                       "Cortex may not send messages to " + who->name +
-                           " (trust level 0: off). The refusal is recorded as decision " +
-                           proposal.id + ".");
-      result.error = "trust_insufficient";
-      if (blocked) {
-        for (const Rule* r : fired) {
-          if (r->then.block) {
-            result.message = "Cortex may not send this to " + who->name + ": rule '" + r->name +
-                             "' blocks it (" + r->summary +
-                             "). The refusal is recorded as "
-                             "decision " +
-                             proposal.id + ".";
-            break;
-          }
-        }
-      }
-    } else if (level == 3) {
-      result = Result_("success", action,
-                       "Sent on your behalf (trust level 3, autonomous); delivery is under way.");
-    } else if (level == 2) {
-      result = Result_("pending_approval", action,
-                       "Will be sent at " + FormatTime(*action.due_at) +
-                           " unless rejected (trust level 2, supervised); action.approve sends "
-                           "it now.");
-    } else {
-      result = Result_("pending_approval", action,
-                       "Draft awaiting approval (trust level 1, draft): nothing is sent until "
-                       "action.approve; it expires at " +
-                           FormatTime(*action.due_at) + ".");
-    }
+    // 5. Record it all: decisions, the action, the ledger and, when executing, the outbox.
+    auto action = RecordProposal(tx, p, req, drafter_note);
+    if (!action.ok()) return action.status();
+    result = Outcome(p, *action);
     return Status::Ok();
   });
   if (!st.ok()) return st;
   return result;
+}
+
+Result<ActionEngine::Facts> ActionEngine::ReadFacts(ReadTx& tx, const Proposal& p,
+                                                    const std::string& message) {
+  Facts f;
+  auto trust = tx.trust().List(p.ws);
+  if (!trust.ok()) return trust.status();
+  f.trust = std::move(*trust);
+  auto settings = tx.workspaces().Settings(p.ws);
+  if (!settings.ok()) return settings.status();
+  f.settings = *settings;
+  // The situation action rules see: the outgoing message, with its signals.
+  f.outgoing.workspace_id = p.ws;
+  f.outgoing.kind = "message_sent";
+  f.outgoing.occurred_at = p.now;
+  f.outgoing.entity_id = p.who.id;
+  f.outgoing.channel = "email";
+  f.outgoing.summary = message;
+  f.outgoing.body = p.draft;
+  auto signals = ComputeSignals(tx, f.settings, f.outgoing, &p.who);
+  if (!signals.ok()) return signals.status();
+  f.signals = std::move(signals->signals);
+  auto rules = tx.rules().List(p.ws, /*active_only=*/true);
+  if (!rules.ok()) return rules.status();
+  for (Rule& r : *rules) {
+    if (r.kind == RuleKind::kAction && r.action_class == kClass) f.rules.push_back(std::move(r));
+  }
+  SortForEvaluation(f.rules);
+  return f;
+}
+
+Status ActionEngine::Explain(ReadTx& tx, Proposal& p) {
+  const ActionVerdict& v = p.verdict;
+  ConfidenceThresholds thresholds;
+  if (!v.fired.empty()) {
+    p.rule_summary = v.fired.front()->summary;
+    p.confidence = ConfidenceLabel(*v.fired.front(), thresholds);
+    p.rule_id = v.fired.front()->id;
+  } else if (p.triage && p.triage->rule_summary) {
+    p.rule_summary = *p.triage->rule_summary;
+    p.confidence = p.triage->confidence;
+    p.rule_id = p.triage->rule_id;
+  } else {
+    p.rule_summary = "No rule applies: trust for " + std::string(kClass) + " with " + p.who.name +
+                     " is level " + std::to_string(v.trust.level) + " (" +
+                     LevelName(v.trust.level) + ", from " + v.trust.source + ").";
+    p.confidence = "just_guessing";
+  }
+  std::vector<std::string> episode_ids;
+  if (p.triage) episode_ids = p.triage->source_episode_ids;
+  for (const Rule* r : v.fired) {
+    episode_ids.insert(episode_ids.end(), r->evidence.begin(), r->evidence.end());
+  }
+  std::set<std::string> seen;
+  p.contributing = json::array();
+  for (const std::string& id : episode_ids) {
+    if (!seen.insert(id).second || p.contributing.size() >= kMaxContributingEpisodes) continue;
+    auto ep = tx.episodes().GetSummary(p.ws, id);
+    if (!ep.ok()) continue;  // evidence always exists; be lenient rather than fail a send
+    // Built member by member: an initializer list copies every value it is given.
+    json& c = p.contributing.emplace_back(json::object());
+    c["id"] = ep->id;
+    c["summary"] = std::move(ep->summary);
+    c["occurred_at"] = FormatTime(ep->occurred_at);
+    p.source_ids.push_back(std::move(ep->id));
+  }
+  return Status::Ok();
+}
+
+Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
+                                            const CommunicateRequest& req,
+                                            const json& drafter_note) {
+  const ActionVerdict& v = p.verdict;
+  const std::string& ws = p.ws;
+  std::string trace = NewId("trc_", clock_);
+  Action action;
+  action.id = NewId("act_", clock_);
+  action.workspace_id = ws;
+  action.action_class = kClass;
+  action.entity_id = p.who.id;
+  action.recipient = AddressOf(p.who);
+  action.level = v.level;
+  action.urgent = v.urgent;
+  action.message = req.message;
+  action.tone = req.tone;
+  action.context = req.context;
+  action.draft = p.draft;
+  action.created_at = p.now;
+  action.updated_at = p.now;
+  action.status = v.status();
+  if (v.level == 1) action.due_at = p.now + config_.draft_expiry;
+  if (v.level == 2) action.due_at = p.now + config_.undo_window;
+
+  // One decision per fired rule, then the proposal itself.
+  ConfidenceThresholds thresholds;
+  json fired_ids = json::array();
+  for (const Rule* r : v.fired) {
+    Decision d;
+    d.id = NewId("dec_", clock_);
+    d.workspace_id = ws;
+    d.decision_class = DecisionClass::kRuleFired;
+    d.status = DecisionStatus::kRecorded;
+    d.occurred_at = p.now;
+    d.entity_id = p.who.id;
+    std::string effect;
+    if (r->then.max_level) {
+      effect = "cap the level at " + std::to_string(*r->then.max_level) + " (" +
+               LevelName(*r->then.max_level) + ")";
+    }
+    if (r->then.block) effect += std::string(effect.empty() ? "" : ", ") + "block the send";
+    if (r->then.urgent) effect += std::string(effect.empty() ? "" : ", ") + "mark it urgent";
+    d.payload_summary =
+        "Rule '" + r->name + "' fired on the message to " + p.who.name + ": " + effect + ".";
+    d.rule_id = r->id;
+    d.rule_summary = r->summary;
+    d.confidence = ConfidenceLabel(*r, thresholds);
+    d.trace_id = trace;
+    d.agent_version = p.agent_version;
+    d.world_version = p.world_version;
+    d.source_episode_ids = r->evidence;
+    d.details_json = DumpJson({{"action_id", action.id}, {"rule_name", r->name}});
+    CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(d));
+    CORTEX_RETURN_IF_ERROR(tx.rules().AddHits(ws, r->id, 1));
+    fired_ids.push_back(d.id);
+  }
+
+  Decision proposal;
+  proposal.id = NewId("dec_", clock_);
+  proposal.workspace_id = ws;
+  proposal.decision_class = DecisionClass::kActionProposed;
+  proposal.status = DecisionStatusOf(action.status);
+  proposal.occurred_at = p.now;
+  proposal.entity_id = p.who.id;
+  proposal.payload_summary = "Send " + p.who.name + " (" + action.recipient + ") a message: '" +
+                             Excerpt(p.draft) + "' at trust level " + std::to_string(v.level) +
+                             " (" + LevelName(v.level) + ").";
+  proposal.rule_id = p.rule_id;
+  proposal.rule_summary = p.rule_summary;
+  proposal.confidence = p.confidence;
+  proposal.trace_id = trace;
+  proposal.agent_version = p.agent_version;
+  proposal.world_version = p.world_version;
+  proposal.source_episode_ids = p.source_ids;
+  json details = json::object();
+  details["signals"] = SignalsJson(p.signals);
+  details["action_id"] = action.id;
+  details["level"] = v.level;
+  details["trust_level"] = v.trust.level;
+  details["trust_source"] = v.trust.source;
+  details["urgent"] = v.urgent;
+  details["rules_fired"] = std::move(fired_ids);
+  details["first_contact"] = p.first_contact;
+  details["drafting"] = drafter_note;
+  proposal.details_json = DumpJson(details);
+  if (p.triage) proposal.triage_decision_id = p.triage->decision_id;
+  std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
+  proposal.ledger_entry_id = ledger_id;
+  action.decision_id = proposal.id;
+  CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(proposal));
+  CORTEX_RETURN_IF_ERROR(tx.actions().Insert(action));
+
+  json provenance = json::object();
+  provenance["rule_summary"] = p.rule_summary;
+  provenance["confidence"] = p.confidence;
+  provenance["contributing_episodes"] = p.contributing;
+  provenance["agent_version"] = p.agent_version;
+  provenance["world_version"] = p.world_version;
+  json detail = json::object();
+  detail["level"] = v.level;
+  detail["recipient"] = action.recipient;
+  detail["draft"] = action.draft;
+  detail["urgent"] = v.urgent;
+  if (action.due_at) detail["due_at"] = FormatTime(*action.due_at);
+  auto led = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,
+                               v.level == 0 ? LedgerEvent::kRefused : LedgerEvent::kProposed,
+                               provenance, detail, ledger_id);
+  if (!led.ok()) return led.status();
+  if (action.status == ActionStatus::kExecuted) {
+    auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, LedgerEvent::kExecuted,
+                                  provenance, {{"by", "trust level 3"}});
+    if (!exec.ok()) return exec.status();
+    CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, p.now));
+  }
+  return action;
+}
+
+ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) const {
+  const ActionVerdict& v = p.verdict;
+  const std::string& name = p.who.name;
+  if (v.level == 0) {
+    ActionResult r;
+    if (v.blocked_by != nullptr) {
+      r = Result_("error", action,
+                  "Cortex may not send this to " + name + ": rule '" + v.blocked_by->name +
+                      "' blocks it (" + v.blocked_by->summary +
+                      "). The refusal is recorded as decision " + action.decision_id + ".");
+    } else {
+      r = Result_("error", action,
+                  "Cortex may not send messages to " + name +
+                      " (trust level 0: off). The refusal is recorded as decision " +
+                      action.decision_id + ".");
+    }
+    r.error = "trust_insufficient";
+    return r;
+  }
+  if (v.level == 3) {
+    return Result_("success", action,
+                   "Sent on your behalf (trust level 3, autonomous); delivery is under way.");
+  }
+  if (v.level == 2) {
+    return Result_(
+        "pending_approval", action,
+        "Will be sent at " + FormatTime(*action.due_at) +
+            " unless rejected (trust level 2, supervised); action.approve sends it now.");
+  }
+  return Result_("pending_approval", action,
+                 "Draft awaiting approval (trust level 1, draft): nothing is sent until "
+                 "action.approve; it expires at " +
+                     FormatTime(*action.due_at) + ".");
 }
 
 Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
@@ -440,32 +481,34 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
   ActionResult result;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     TimePoint now = clock_.Now();
-    auto action = tx.FindActionByDecision(ws, decision_id);
+    auto action = tx.actions().FindByDecision(ws, decision_id);
     if (!action.ok()) {
       if (action.status().code() != Code::kNotFound) return action.status();
-      auto d = tx.GetDecision(ws, decision_id);
+      auto d = tx.decisions().Get(ws, decision_id);
       if (d.ok()) {
-        return Status::Conflict("decision " + decision_id + " is a " + d->decision_class +
+        return Status::Conflict("decision " + decision_id + " is a " +
+                                std::string(Name(d->decision_class)) +
                                 " decision, not a proposed action");
       }
       return Status::NotFound("no decision " + decision_id + " in this workspace");
     }
-    if (action->status != "pending") {
-      return Status::Conflict("decision " + decision_id + " is " + action->status +
-                              ", not pending: it can no longer be " +
-                              (approve ? "approved" : "rejected"));
+    if (action->status != ActionStatus::kPending) {
+      return Status::Conflict(
+          "decision " + decision_id + " is " + std::string(Name(action->status)) +
+          ", not pending: it can no longer be " + (approve ? "approved" : "rejected"));
     }
     auto provenance = ProvenanceOf(tx, *action);
     if (!provenance.ok()) return provenance.status();
-    auto who = tx.GetEntity(ws, action->entity_id);
+    auto who = tx.entities().Get(ws, action->entity_id);
     if (!who.ok()) return who.status();
 
     if (!approve) {
-      CORTEX_RETURN_IF_ERROR(
-          tx.TransitionAction(ws, action->id, "pending", "rejected", std::nullopt, now));
+      CORTEX_RETURN_IF_ERROR(tx.actions().Transition(ws, action->id, ActionStatus::kPending,
+                                                     ActionStatus::kRejected, std::nullopt, now));
       json detail = json::object();
       if (text) detail["reason"] = *text;
-      CORTEX_RETURN_IF_ERROR(Record(tx, clock_, *action, "rejected", *provenance, detail));
+      CORTEX_RETURN_IF_ERROR(
+          Record(tx, clock_, *action, ActionStatus::kRejected, *provenance, detail));
       auto moved =
           RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id, config_.trust);
       if (!moved.ok()) return moved.status();
@@ -477,19 +520,19 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
     bool edited = text.has_value() && *text != action->draft;
     std::optional<std::string> new_draft;
     if (edited) new_draft = *text;
-    CORTEX_RETURN_IF_ERROR(
-        tx.TransitionAction(ws, action->id, "pending", "executed", new_draft, now));
+    CORTEX_RETURN_IF_ERROR(tx.actions().Transition(ws, action->id, ActionStatus::kPending,
+                                                   ActionStatus::kExecuted, new_draft, now));
     json detail = {{"edited", edited}};
     if (edited) {
       detail["draft_before"] = action->draft;
       detail["draft"] = *text;
       action->draft = *text;
     }
-    auto led =
-        AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, "approved", *provenance, detail);
+    auto led = AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, LedgerEvent::kApproved,
+                                 *provenance, detail);
     if (!led.ok()) return led.status();
     CORTEX_RETURN_IF_ERROR(
-        Record(tx, clock_, *action, "executed", *provenance, {{"by", "approval"}}));
+        Record(tx, clock_, *action, ActionStatus::kExecuted, *provenance, {{"by", "approval"}}));
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, *action, now));
     auto moved = RecordApproval(tx, clock_, ws, action->action_class, *who, decision_id, edited,
                                 config_.trust);
@@ -507,7 +550,7 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
 Result<int> ActionEngine::ProcessDue(TimePoint now) {
   std::vector<Action> due;
   Status st = store_.Read([&](ReadTx& tx) {
-    auto list = tx.DueActions(now, kDueBatch);
+    auto list = tx.actions().Due(now, kDueBatch);
     if (!list.ok()) return list.status();
     due = std::move(*list);
     return Status::Ok();
@@ -515,21 +558,22 @@ Result<int> ActionEngine::ProcessDue(TimePoint now) {
   if (!st.ok()) return st;
   int handled = 0;
   for (const Action& a : due) {
-    bool execute = a.level == 2;
+    // Level 2: the undo window passed; level 1: the draft expired.
+    ActionStatus to = a.level == 2 ? ActionStatus::kExecuted : ActionStatus::kExpired;
     Status one = store_.Write([&](WriteTx& tx) -> Status {
-      Status moved = tx.TransitionAction(a.workspace_id, a.id, "pending",
-                                         execute ? "executed" : "expired", std::nullopt, now);
+      Status moved = tx.actions().Transition(a.workspace_id, a.id, ActionStatus::kPending, to,
+                                             std::nullopt, now);
       if (moved.code() == Code::kConflict) return Status::Ok();  // approved/rejected meanwhile
       CORTEX_RETURN_IF_ERROR(moved);
       auto provenance = ProvenanceOf(tx, a);
       if (!provenance.ok()) return provenance.status();
-      if (execute) {
-        CORTEX_RETURN_IF_ERROR(Record(tx, clock_, a, "executed", *provenance,
+      if (to == ActionStatus::kExecuted) {
+        CORTEX_RETURN_IF_ERROR(Record(tx, clock_, a, to, *provenance,
                                       {{"by", "undo window passed without a rejection"}}));
         CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, a, now));
       } else {
-        CORTEX_RETURN_IF_ERROR(Record(tx, clock_, a, "expired", *provenance,
-                                      {{"by", "not approved before it expired"}}));
+        CORTEX_RETURN_IF_ERROR(
+            Record(tx, clock_, a, to, *provenance, {{"by", "not approved before it expired"}}));
       }
       ++handled;
       return Status::Ok();

@@ -1,17 +1,22 @@
-// The action engine: every send goes through it. Communicate resolves the recipient,
-// drafts, looks up trust, fires action rules and decides by the resulting level; approve
-// and reject end a pending action; ProcessDue expires drafts and executes supervised
-// actions whose undo window passed. Decisions, ledger entries and the outbox row of one
-// step are written in one transaction, before the caller hears back.
+// The action engine: every send goes through it. Communicate runs in steps: resolve the
+// recipient once, draft, read the facts, decide (DecideAction, engines/action_policy.h: a
+// pure function of those facts), explain, record. Approve and reject end a pending action;
+// ProcessDue expires drafts and executes supervised actions whose undo window passed. An
+// action's status moves only as store/states.h's kActionMoves allows. Decisions, ledger
+// entries and the outbox row of one step are written in one transaction, before the caller
+// hears back.
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "connectors/model_drafter.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "engines/action_policy.h"
 #include "engines/quotas.h"
 #include "engines/trust.h"
 #include "store/store.h"
@@ -68,6 +73,37 @@ class ActionEngine {
   Result<ActionResult> SpendInference(const std::string& ws, const std::string& token_id);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
                                   bool approve, const std::optional<std::string>& text);
+
+  // What Communicate knows of one proposal as its steps fill it in.
+  struct Proposal {
+    std::string ws, agent_version, world_version;
+    TimePoint now;
+    Entity who;
+    bool first_contact = false;  // `who` was created for this message
+    std::string draft;
+    std::vector<Signal> signals;
+    ActionVerdict verdict;
+    std::optional<TriageLink> triage;  // the notification this answers, if any
+    // The explanation: the rule (or triage, or trust) it rests on, and its evidence.
+    std::optional<std::string> rule_id;
+    std::string rule_summary, confidence;
+    nlohmann::json contributing;          // [{id, summary, occurred_at}]
+    std::vector<std::string> source_ids;  // their ids
+  };
+  // What the decision rests on, read in the proposal's transaction.
+  struct Facts {
+    std::vector<TrustSetting> trust;
+    WorkspaceSettings settings;
+    Episode outgoing;  // the message as action rules see it
+    std::vector<Signal> signals;
+    std::vector<Rule> rules;  // active action rules of the class, in evaluation order
+  };
+  Result<Facts> ReadFacts(ReadTx& tx, const Proposal& p, const std::string& message);
+  // Fills p's explanation from its verdict and triage link.
+  Status Explain(ReadTx& tx, Proposal& p);
+  Result<Action> RecordProposal(WriteTx& tx, const Proposal& p, const CommunicateRequest& req,
+                                const nlohmann::json& drafter_note);
+  ActionResult Outcome(const Proposal& p, const Action& action) const;
 
   Store& store_;
   const Clock& clock_;

@@ -14,6 +14,13 @@
 #include "engines/rules.h"
 #include "engines/tokens.h"
 #include "engines/trust.h"
+#include "store/actions.h"
+#include "store/decisions.h"
+#include "store/entities.h"
+#include "store/ledger.h"
+#include "store/outbox.h"
+#include "store/trust.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 #include "tools/cortex_tools.h"
 
@@ -74,7 +81,7 @@ class ActionsTest : public ::testing::Test {
                     ->Write([&](WriteTx& tx) {
                       auto s = ResolveTrustScope(tx, ws_.id, scope);
                       if (!s.ok()) return s.status();
-                      return tx.SetTrust(
+                      return tx.trust().Set(
                           ws_.id, TrustSetting{"communicate", *s, level, ceiling, clock_.Now()});
                     })
                     .ok());
@@ -84,7 +91,7 @@ class ActionsTest : public ::testing::Test {
     Decision d;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      d = *tx.GetDecision(ws_.id, id);
+                      d = *tx.decisions().Get(ws_.id, id);
                       return Status::Ok();
                     })
                     .ok());
@@ -95,7 +102,7 @@ class ActionsTest : public ::testing::Test {
     Action a;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      a = *tx.GetAction(ws_.id, id);
+                      a = *tx.actions().Get(ws_.id, id);
                       return Status::Ok();
                     })
                     .ok());
@@ -106,8 +113,8 @@ class ActionsTest : public ::testing::Test {
     std::vector<std::string> out;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      for (const LedgerEntry& e : *tx.ListActionLedger(ws_.id, action_id))
-                        out.push_back(e.event);
+                      for (const LedgerEntry& e : *tx.ledger().ListForAction(ws_.id, action_id))
+                        out.push_back(std::string(Name(e.event)));
                       return Status::Ok();
                     })
                     .ok());
@@ -118,7 +125,7 @@ class ActionsTest : public ::testing::Test {
     int level = -1;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      auto e = tx.FindEntityByIdentifier(ws_.id, who);
+                      auto e = tx.entities().FindByIdentifier(ws_.id, who);
                       level = LookupTrust(tx, ws_.id, "communicate", *e, config_.trust)->level;
                       return Status::Ok();
                     })
@@ -131,8 +138,8 @@ class ActionsTest : public ::testing::Test {
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
                       DecisionFilter f;
-                      f.decision_class = "trust_transition";
-                      out = *tx.ListDecisions(ws_.id, f, 100);
+                      f.decision_class = DecisionClass::kTrustTransition;
+                      out = *tx.decisions().List(ws_.id, f, 100);
                       return Status::Ok();
                     })
                     .ok());
@@ -151,8 +158,8 @@ TEST_F(ActionsTest, DefaultLevelIsADraftAwaitingApproval) {
   EXPECT_EQ(r.decision_id.rfind("dec_", 0), 0u);
   EXPECT_EQ(r.action_id.rfind("act_", 0), 0u);
   Decision d = GetDecision(r.decision_id);
-  EXPECT_EQ(d.decision_class, "action_proposed");
-  EXPECT_EQ(d.status, "pending");
+  EXPECT_EQ(Name(d.decision_class), "action_proposed");
+  EXPECT_EQ(Name(d.status), "pending");
   ASSERT_TRUE(d.ledger_entry_id.has_value());
   Action a = GetAction(r.action_id);
   EXPECT_EQ(a.level, 1);
@@ -165,7 +172,7 @@ TEST_F(ActionsTest, EachLevelDecidesWhatHappens) {
   ActionResult off = Send("sarah@n.example");
   EXPECT_EQ(off.status, "error");
   EXPECT_EQ(off.error, "trust_insufficient");
-  EXPECT_EQ(GetDecision(off.decision_id).status, "refused");  // still inspectable
+  EXPECT_EQ(Name(GetDecision(off.decision_id).status), "refused");  // still inspectable
   EXPECT_EQ(Events(off.action_id), std::vector<std::string>{"refused"});
 
   SetTrust("sarah@n.example", 2);
@@ -176,7 +183,7 @@ TEST_F(ActionsTest, EachLevelDecidesWhatHappens) {
   SetTrust("sarah@n.example", 3);
   ActionResult autonomous = Send("sarah@n.example");
   EXPECT_EQ(autonomous.status, "success");
-  EXPECT_EQ(GetAction(autonomous.action_id).status, "executed");
+  EXPECT_EQ(Name(GetAction(autonomous.action_id).status), "executed");
   EXPECT_EQ(Events(autonomous.action_id), (std::vector<std::string>{"proposed", "executed"}));
 
   FlakyConnector connector(0);
@@ -184,8 +191,8 @@ TEST_F(ActionsTest, EachLevelDecidesWhatHappens) {
   Dispatcher dispatcher(*store_, clock_, connector, delivery);
   EXPECT_EQ(*dispatcher.RunOnce(clock_.Now()), 1);
   EXPECT_EQ(connector.delivered, std::vector<std::string>{autonomous.action_id});
-  EXPECT_EQ(GetAction(autonomous.action_id).status, "delivered");
-  EXPECT_EQ(GetDecision(autonomous.decision_id).status, "delivered");
+  EXPECT_EQ(Name(GetAction(autonomous.action_id).status), "delivered");
+  EXPECT_EQ(Name(GetDecision(autonomous.decision_id).status), "delivered");
 }
 
 TEST_F(ActionsTest, ActionRulesCapBlockAndFire) {
@@ -210,11 +217,11 @@ rules:
   EXPECT_EQ(*d.rule_summary, "Never send to external counterparties without approval.");
   EXPECT_EQ(d.Details()["rules_fired"].size(), 1u);
   Decision fired = GetDecision(d.Details()["rules_fired"][0]);
-  EXPECT_EQ(fired.decision_class, "rule_fired");
+  EXPECT_EQ(Name(fired.decision_class), "rule_fired");
   EXPECT_EQ(fired.trace_id, d.trace_id);
   // The proposal links the notification it answers.
   ASSERT_TRUE(d.triage_decision_id.has_value());
-  EXPECT_EQ(GetDecision(*d.triage_decision_id).decision_class, "triage");
+  EXPECT_EQ(Name(GetDecision(*d.triage_decision_id).decision_class), "triage");
 
   ActionResult blocked = Send("sarah@n.example", "Please send the wire transfer today");
   EXPECT_EQ(blocked.status, "error");
@@ -260,11 +267,11 @@ TEST_F(ActionsTest, EditsAreRecordedAndSent) {
   EXPECT_EQ(GetAction(r.action_id).draft, "edited text");
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto entries = *tx.ListActionLedger(ws_.id, r.action_id);
-                    EXPECT_EQ(entries[1].event, "approved");
+                    auto entries = *tx.ledger().ListForAction(ws_.id, r.action_id);
+                    EXPECT_EQ(Name(entries[1].event), "approved");
                     EXPECT_TRUE(entries[1].detail["edited"].get<bool>());
                     EXPECT_EQ(entries[1].detail["draft_before"], "draft text");
-                    auto due = *tx.DueOutbox(clock_.Now(), 10);
+                    auto due = *tx.outbox().Due(clock_.Now(), 10);
                     EXPECT_EQ(due.at(0).body, "edited text");
                     return Status::Ok();
                   })
@@ -313,7 +320,7 @@ TEST_F(ActionsTest, TrustTransitionsMoveTheAgentVersion) {
   EXPECT_NE(moves[0].agent_version, before);
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    EXPECT_EQ(tx.GetWorkspace(ws_.id)->agent_version, moves[0].agent_version);
+                    EXPECT_EQ(tx.workspaces().Get(ws_.id)->agent_version, moves[0].agent_version);
                     return Status::Ok();
                   })
                   .ok());
@@ -326,12 +333,12 @@ TEST_F(ActionsTest, DraftsExpireAndSupervisedActionsExecuteWhenTheirTimeComes) {
   EXPECT_EQ(*engine().ProcessDue(clock_.Now()), 0);
   clock_.Advance(std::chrono::minutes(11));
   EXPECT_EQ(*engine().ProcessDue(clock_.Now()), 1);
-  EXPECT_EQ(GetAction(supervised.action_id).status, "executed");
+  EXPECT_EQ(Name(GetAction(supervised.action_id).status), "executed");
   clock_.Advance(std::chrono::hours(24));
   store_.Reopen();  // due times live in the store: a restart loses nothing
   EXPECT_EQ(*engine().ProcessDue(clock_.Now()), 1);
-  EXPECT_EQ(GetAction(draft.action_id).status, "expired");
-  EXPECT_EQ(GetDecision(draft.decision_id).status, "expired");
+  EXPECT_EQ(Name(GetAction(draft.action_id).status), "expired");
+  EXPECT_EQ(Name(GetDecision(draft.decision_id).status), "expired");
   auto late = engine().Approve(ws_.id, draft.decision_id, std::nullopt);
   EXPECT_NE(late.status().message().find("is expired"), std::string::npos);
 }
@@ -362,7 +369,7 @@ TEST_F(ActionsTest, ConcurrentApprovalsAndTheUndoWindowExecuteOnce) {
   }
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    EXPECT_EQ(tx.DueOutbox(clock_.Now(), 100)->size(),
+                    EXPECT_EQ(tx.outbox().Due(clock_.Now(), 100)->size(),
                               5u);  // one outbox row per action
                     return Status::Ok();
                   })
@@ -391,7 +398,7 @@ TEST_F(ActionsTest, DeliveryRetriesWithBackoffThenFails) {
     ASSERT_TRUE(d2.RunOnce(clock_.Now()).ok());
     clock_.Advance(std::chrono::minutes(10));
   }
-  EXPECT_EQ(GetAction(doomed.action_id).status, "failed");
+  EXPECT_EQ(Name(GetAction(doomed.action_id).status), "failed");
   EXPECT_EQ(Events(doomed.action_id).back(), "failed");
   EXPECT_EQ(RetryBackoff(1), std::chrono::seconds(1));
   EXPECT_EQ(RetryBackoff(4), std::chrono::seconds(8));
@@ -490,7 +497,7 @@ TEST(LedgerHashTest, HashesTheCanonicalTextEarlierBuildsHashed) {
   e.seq = 42;
   e.action_id = "act_01M8R3P2ZSB6SY5KPMK4G8TP3Z";
   e.decision_id = "dec_01M8R3P2ZTDDMF6JRP5QR6SHH5";
-  e.event = "executed";
+  e.event = LedgerEvent::kExecuted;
   e.occurred_at = FromUnixMillis(1778592240250);
   e.provenance = {{"rule_summary", "Sarah\u2019s \"urgent\" mail\n"},
                   {"contributing_episodes", {{{"id", "ep_1"}, {"summary", "caf\xc3\xa9 \x01"}}}},
@@ -502,7 +509,7 @@ TEST(LedgerHashTest, HashesTheCanonicalTextEarlierBuildsHashed) {
                               {"seq", e.seq},
                               {"action_id", e.action_id},
                               {"decision_id", e.decision_id},
-                              {"event", e.event},
+                              {"event", Name(e.event)},
                               {"occurred_at", ToUnixMillis(e.occurred_at)},
                               {"provenance", e.provenance},
                               {"detail", e.detail}};

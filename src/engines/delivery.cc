@@ -5,6 +5,10 @@
 #include <algorithm>
 
 #include "engines/ledger.h"
+#include "store/actions.h"
+#include "store/decisions.h"
+#include "store/ledger.h"
+#include "store/outbox.h"
 
 namespace cortex {
 
@@ -26,7 +30,7 @@ Dispatcher::Dispatcher(Store& store, const Clock& clock, Connector& connector,
 Result<int> Dispatcher::RunOnce(TimePoint now) {
   std::vector<OutboxItem> due;
   CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) {
-    auto list = tx.DueOutbox(now, kBatch);
+    auto list = tx.outbox().Due(now, kBatch);
     if (!list.ok()) return list.status();
     due = std::move(*list);
     return Status::Ok();
@@ -35,7 +39,7 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
   for (OutboxItem& item : due) {
     bool leased = false;
     Status lease = store_.Write([&](WriteTx& tx) {
-      auto l = tx.LeaseOutbox(item, now, now + std::chrono::seconds(config_.lease_seconds));
+      auto l = tx.outbox().Lease(item, now, now + std::chrono::seconds(config_.lease_seconds));
       if (!l.ok()) return l.status();
       leased = *l;
       return Status::Ok();
@@ -47,36 +51,37 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
     TimePoint at = clock_.Now();
     ++item.attempts;
     Status recorded = store_.Write([&](WriteTx& tx) -> Status {
-      auto action = tx.GetAction(item.workspace_id, item.action_id);
+      auto action = tx.actions().Get(item.workspace_id, item.action_id);
       if (!action.ok()) return action.status();
-      auto entries = tx.ListActionLedger(item.workspace_id, item.action_id);
+      auto entries = tx.ledger().ListForAction(item.workspace_id, item.action_id);
       if (!entries.ok()) return entries.status();
       nlohmann::json provenance =
           entries->empty() ? nlohmann::json::object() : entries->front().provenance;
-      std::string event;
+      bool done = true;  // delivered, or failed for good
       nlohmann::json detail = {{"connector", connector_.name()}, {"attempts", item.attempts}};
       if (sent.ok()) {
-        item.status = "delivered";
-        event = "delivered";
+        item.status = OutboxStatus::kDelivered;
       } else {
         item.last_error = sent.message();
         if (item.attempts >= config_.max_attempts) {
-          item.status = "failed";
-          event = "failed";
+          item.status = OutboxStatus::kFailed;
           detail["error"] = item.last_error;
         } else {
           item.next_attempt_at = at + RetryBackoff(item.attempts);
+          done = false;
         }
       }
       CORTEX_RETURN_IF_ERROR(
-          tx.UpdateOutbox(item, sent.ok() ? std::optional<TimePoint>(at) : std::nullopt));
-      if (event.empty()) return Status::Ok();  // will retry
-      CORTEX_RETURN_IF_ERROR(tx.TransitionAction(item.workspace_id, item.action_id, "executed",
-                                                 event, std::nullopt, at));
-      auto led = AppendLedgerEntry(tx, clock_, item.workspace_id, item.action_id,
-                                   action->decision_id, event, provenance, detail);
+          tx.outbox().Update(item, sent.ok() ? std::optional<TimePoint>(at) : std::nullopt));
+      if (!done) return Status::Ok();  // will retry
+      ActionStatus to = sent.ok() ? ActionStatus::kDelivered : ActionStatus::kFailed;
+      CORTEX_RETURN_IF_ERROR(tx.actions().Transition(
+          item.workspace_id, item.action_id, ActionStatus::kExecuted, to, std::nullopt, at));
+      auto led = AppendLedgerEntry(
+          tx, clock_, item.workspace_id, item.action_id, action->decision_id,
+          sent.ok() ? LedgerEvent::kDelivered : LedgerEvent::kFailed, provenance, detail);
       if (!led.ok()) return led.status();
-      return tx.SetDecisionStatus(item.workspace_id, action->decision_id, event);
+      return tx.decisions().SetStatus(item.workspace_id, action->decision_id, DecisionStatusOf(to));
     });
     if (!recorded.ok()) {
       spdlog::warn("outbox {}: cannot record the attempt: {}", item.action_id, recorded.message());

@@ -6,6 +6,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "store/entities.h"
 
 namespace cortex {
 namespace {
@@ -58,10 +59,10 @@ Result<std::string> NormalizeIdentifier(const std::string& raw) {
 }
 
 Result<Entity> ResolveEntity(ReadTx& tx, const std::string& ws, const std::string& ref) {
-  if (ref.rfind("entity_", 0) == 0) return tx.GetEntity(ws, ref);
+  if (ref.rfind("entity_", 0) == 0) return tx.entities().Get(ws, ref);
   auto ident = NormalizeIdentifier(ref);
   if (!ident.ok()) return ident.status();
-  return tx.FindEntityByIdentifier(ws, *ident);
+  return tx.entities().FindByIdentifier(ws, *ident);
 }
 
 }  // namespace cortex

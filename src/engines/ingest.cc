@@ -12,6 +12,9 @@
 #include "core/time.h"
 #include "engines/identifiers.h"
 #include "engines/triage.h"
+#include "store/entities.h"
+#include "store/episodes.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -178,7 +181,7 @@ class BatchWriter {
       : tx_(tx), clock_(clock), ws_(ws), report_(report), triager_(tx, clock, ws) {}
 
   Status Apply(const std::vector<Line>& lines) {
-    auto workspace = tx_.GetWorkspace(ws_);
+    auto workspace = tx_.workspaces().Get(ws_);
     if (!workspace.ok()) return workspace.status();
     // Episodes are stamped with the version this batch creates; it is only published on
     // the workspace if the batch changes something.
@@ -195,7 +198,7 @@ class BatchWriter {
     }
     CORTEX_RETURN_IF_ERROR(triager_.Finish());
     if (changed_) {
-      CORTEX_RETURN_IF_ERROR(tx_.SetWorldVersion(ws_, wv));
+      CORTEX_RETURN_IF_ERROR(tx_.workspaces().SetWorldVersion(ws_, wv));
       report_.world_version = wv;
     } else {
       report_.world_version = workspace->world_version;
@@ -208,7 +211,7 @@ class BatchWriter {
     known_.clear();  // the line may rename, tag or add identifiers to a cached entity
     std::optional<Entity> existing;
     for (const std::string& ident : line.identifiers) {
-      auto found = tx_.FindEntityByIdentifier(ws_, ident);
+      auto found = tx_.entities().FindByIdentifier(ws_, ident);
       if (found.ok()) {
         if (existing && existing->id != found->id) {
           return Status::InvalidArgument("field 'identifiers': '" + ident +
@@ -222,7 +225,7 @@ class BatchWriter {
     if (!existing) {
       Entity e{NewId("entity_", clock_), ws_,       line.kind,   line.name,
                line.identifiers,         line.tags, clock_.Now()};
-      CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(e));
+      CORTEX_RETURN_IF_ERROR(tx_.entities().Insert(e));
       ++report_.entities_added;
       changed_ = true;
       return Status::Ok();
@@ -230,7 +233,7 @@ class BatchWriter {
     // Merge: the line's name wins; identifiers and tags are added, never removed.
     bool updated = false;
     if (existing->name != line.name) {
-      CORTEX_RETURN_IF_ERROR(tx_.SetEntityName(ws_, existing->id, line.name));
+      CORTEX_RETURN_IF_ERROR(tx_.entities().SetName(ws_, existing->id, line.name));
       updated = true;
     }
     auto has = [](const std::vector<std::string>& v, const std::string& s) {
@@ -238,12 +241,12 @@ class BatchWriter {
     };
     for (const std::string& ident : line.identifiers) {
       if (has(existing->identifiers, ident)) continue;
-      CORTEX_RETURN_IF_ERROR(tx_.AddEntityIdentifier(ws_, existing->id, ident));
+      CORTEX_RETURN_IF_ERROR(tx_.entities().AddIdentifier(ws_, existing->id, ident));
       updated = true;
     }
     for (const std::string& tag : line.tags) {
       if (has(existing->tags, tag)) continue;
-      CORTEX_RETURN_IF_ERROR(tx_.AddEntityTag(ws_, existing->id, tag));
+      CORTEX_RETURN_IF_ERROR(tx_.entities().AddTag(ws_, existing->id, tag));
       updated = true;
     }
     if (updated) {
@@ -256,7 +259,7 @@ class BatchWriter {
   Status ApplyEpisode(const EpisodeLine& line, const std::string& wv) {
     Episode e = line.episode;
     if (e.external_id) {
-      auto dup = tx_.EpisodeExternalIdExists(ws_, *e.external_id);
+      auto dup = tx_.episodes().ExternalIdExists(ws_, *e.external_id);
       if (!dup.ok()) return dup.status();
       if (*dup) {
         ++report_.duplicates;
@@ -279,7 +282,7 @@ class BatchWriter {
           // First contact: an address we have never seen becomes a new entity.
           Entity fresh{NewId("entity_", clock_), ws_, "person",    line.counterparty,
                        {line.counterparty},      {},  clock_.Now()};
-          CORTEX_RETURN_IF_ERROR(tx_.InsertEntity(fresh));
+          CORTEX_RETURN_IF_ERROR(tx_.entities().Insert(fresh));
           ++report_.entities_added;
           cached = known_.emplace(line.counterparty, std::move(fresh)).first;
         }
@@ -295,7 +298,7 @@ class BatchWriter {
       CORTEX_RETURN_IF_ERROR(triager_.Triage(e, who, wv));  // stores the episode too
       ++report_.triaged;
     } else {
-      CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(e));
+      CORTEX_RETURN_IF_ERROR(tx_.episodes().Insert(e));
     }
     ++report_.episodes_added;
     changed_ = true;

@@ -8,7 +8,12 @@
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/tokens.h"
+#include "store/decisions.h"
+#include "store/entities.h"
+#include "store/episodes.h"
 #include "store/migrations.h"
+#include "store/notifications.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -26,7 +31,7 @@ class IngestTest : public ::testing::Test {
     WorldCounts c;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      c = *tx.CountWorld(ws_.id);
+                      c = *tx.workspaces().Counts(ws_.id);
                       return Status::Ok();
                     })
                     .ok());
@@ -37,7 +42,7 @@ class IngestTest : public ::testing::Test {
     std::string wv;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      wv = tx.GetWorkspace(ws_.id)->world_version;
+                      wv = tx.workspaces().Get(ws_.id)->world_version;
                       return Status::Ok();
                     })
                     .ok());
@@ -69,7 +74,7 @@ TEST_F(IngestTest, AcceptsAGoodBatchAndMovesTheWorldVersion) {
   // Identifiers are normalised: the entity is found by any spelling.
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto e = tx.FindEntityByIdentifier(ws_.id, "@sarahc");
+                    auto e = tx.entities().FindByIdentifier(ws_.id, "@sarahc");
                     EXPECT_TRUE(e.ok());
                     EXPECT_EQ(e->tags, (std::vector<std::string>{"internal", "vip"}));
                     return Status::Ok();
@@ -120,17 +125,17 @@ TEST_F(IngestTest, ABatchBiggerThanTheHeldDecisionsTriagesEveryLineOrNone) {
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
                     DecisionFilter triage;
-                    triage.decision_class = "triage";
-                    auto decisions = tx.ListDecisions(ws_.id, triage, 2 * kMessages);
+                    triage.decision_class = DecisionClass::kTriage;
+                    auto decisions = tx.decisions().List(ws_.id, triage, 2 * kMessages);
                     EXPECT_TRUE(decisions.ok());
                     EXPECT_EQ(decisions->size(), static_cast<size_t>(kMessages));
                     std::reverse(decisions->begin(), decisions->end());  // oldest first
                     for (int i = 0; i < static_cast<int>(decisions->size()); ++i) {
                       const Decision& d = (*decisions)[i];
-                      auto ep = tx.GetEpisode(ws_.id, d.source_episode_ids.at(0));
+                      auto ep = tx.episodes().Get(ws_.id, d.source_episode_ids.at(0));
                       EXPECT_TRUE(ep.ok());
                       EXPECT_EQ(ep->summary, "m" + std::to_string(i));
-                      auto n = tx.GetNotification(ws_.id, d.notification_id.value_or(""));
+                      auto n = tx.notifications().Get(ws_.id, d.notification_id.value_or(""));
                       EXPECT_TRUE(n.ok());
                       EXPECT_EQ(n->decision_id, d.id);
                       EXPECT_EQ(n->episode_id, ep->id);
@@ -205,13 +210,14 @@ TEST_F(IngestTest, FirstContactCreatesAnEntity) {
       R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:55:00Z","counterparty":"New.Person@Elsewhere.example","summary":"Hello"})");
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->entities_added, 1u);
-  ASSERT_TRUE(store_
-                  ->Read([&](ReadTx& tx) {
-                    EXPECT_TRUE(
-                        tx.FindEntityByIdentifier(ws_.id, "new.person@elsewhere.example").ok());
-                    return Status::Ok();
-                  })
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->Read([&](ReadTx& tx) {
+            EXPECT_TRUE(
+                tx.entities().FindByIdentifier(ws_.id, "new.person@elsewhere.example").ok());
+            return Status::Ok();
+          })
+          .ok());
 }
 
 TEST_F(IngestTest, MergesEntitiesAndRefusesIdentifierConflicts) {
@@ -233,7 +239,7 @@ TEST_F(IngestTest, MergesEntitiesAndRefusesIdentifierConflicts) {
             std::string::npos);
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto e = tx.FindEntityByIdentifier(ws_.id, "+15550102030");
+                    auto e = tx.entities().FindByIdentifier(ws_.id, "+15550102030");
                     EXPECT_TRUE(e.ok());
                     EXPECT_EQ(e->name, "Sarah C.");
                     return Status::Ok();
@@ -247,9 +253,9 @@ TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
   ASSERT_TRUE(beta.ok());
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    EXPECT_EQ(tx.FindEntityByIdentifier(beta->id, "@sarahc").status().code(),
+                    EXPECT_EQ(tx.entities().FindByIdentifier(beta->id, "@sarahc").status().code(),
                               Code::kNotFound);
-                    EXPECT_EQ(tx.CountWorld(beta->id)->episodes, 0);
+                    EXPECT_EQ(tx.workspaces().Counts(beta->id)->episodes, 0);
                     return Status::Ok();
                   })
                   .ok());
@@ -261,7 +267,7 @@ TEST_F(IngestTest, WorkspacesDoNotSeeEachOther) {
 
 TEST_F(IngestTest, AWriteThatThrowsRollsBackAndReleasesTheLock) {
   EXPECT_THROW((void)store_->Write([&](WriteTx& tx) -> Status {
-    CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion(ws_.id, "wv_half_written"));
+    CORTEX_RETURN_IF_ERROR(tx.workspaces().SetWorldVersion(ws_.id, "wv_half_written"));
     throw std::runtime_error("boom");
   }),
                std::runtime_error);

@@ -4,6 +4,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/time.h"
+#include "store/ledger.h"
 
 namespace cortex {
 
@@ -27,7 +28,7 @@ std::string HashOf(const LedgerEntry& e, const std::string& provenance_json,
   text += ",\"detail\":";
   text += detail_json;
   text += ",\"event\":";
-  text += DumpJson(e.event);
+  text += DumpJson(nlohmann::json(Name(e.event)));
   text += ",\"id\":";
   text += DumpJson(e.id);
   text += ",\"occurred_at\":";
@@ -50,10 +51,10 @@ std::string LedgerHash(const LedgerEntry& e) {
 
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
                                       const std::string& action_id, const std::string& decision_id,
-                                      const std::string& event, const nlohmann::json& provenance,
+                                      LedgerEvent event, const nlohmann::json& provenance,
                                       const nlohmann::json& detail, std::string id) {
   // The workspace's anchor holds the last entry's seq and hash: no need to load it.
-  auto anchor = tx.LedgerAnchor(ws);
+  auto anchor = tx.ledger().Anchor(ws);
   if (!anchor.ok()) return anchor.status();
   auto [last_seq, last_hash] = *std::move(anchor);
   LedgerEntry e;
@@ -67,7 +68,7 @@ Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std
   e.prev_hash = last_seq > 0 ? last_hash : kGenesis;
   std::string provenance_json = DumpJson(provenance), detail_json = DumpJson(detail);
   e.hash = HashOf(e, provenance_json, detail_json);
-  CORTEX_RETURN_IF_ERROR(tx.AppendLedger(e, provenance_json, detail_json));
+  CORTEX_RETURN_IF_ERROR(tx.ledger().Append(e, provenance_json, detail_json));
   return e.id;
 }
 
@@ -78,7 +79,7 @@ Result<LedgerCheck> VerifyLedger(Store& store, const std::string& ws) {
   Status st = store.Read([&](ReadTx& tx) -> Status {
     int64_t after = 0;
     while (check.ok) {
-      auto page = tx.ListLedger(ws, after, kVerifyPage);
+      auto page = tx.ledger().List(ws, after, kVerifyPage);
       if (!page.ok()) return page.status();
       if (page->empty()) break;
       for (const LedgerEntry& e : *page) {
@@ -105,7 +106,7 @@ Result<LedgerCheck> VerifyLedger(Store& store, const std::string& ws) {
     }
     if (!check.ok) return Status::Ok();
     // The anchor catches what the chain alone cannot: entries cut off its end.
-    auto anchor = tx.LedgerAnchor(ws);
+    auto anchor = tx.ledger().Anchor(ws);
     if (!anchor.ok()) return anchor.status();
     if (anchor->first != check.entries || (check.entries > 0 && anchor->second != prev)) {
       check.ok = false;

@@ -15,7 +15,7 @@ namespace cortex {
 // `provenance` is copied in as given (decision-time facts; reads need nothing else).
 Result<std::string> AppendLedgerEntry(WriteTx& tx, const Clock& clock, const std::string& ws,
                                       const std::string& action_id, const std::string& decision_id,
-                                      const std::string& event, const nlohmann::json& provenance,
+                                      LedgerEvent event, const nlohmann::json& provenance,
                                       const nlohmann::json& detail, std::string id = {});
 
 // The hash of an entry: SHA-256 over prev_hash and the entry's canonical JSON.

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/time.h"
+#include "store/quotas.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -40,7 +42,7 @@ const QuotaField* FindQuota(const std::string& name) {
 
 Result<QuotaLimits> EffectiveQuotas(ReadTx& tx, const std::string& ws,
                                     const QuotaLimits& defaults) {
-  auto overrides = tx.QuotaOverrides(ws);
+  auto overrides = tx.quotas().Overrides(ws);
   if (!overrides.ok()) return overrides.status();
   QuotaLimits out = defaults;
   for (const auto& [name, value] : *overrides) {
@@ -63,12 +65,12 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
                                                         const std::string& token,
                                                         const QuotaLimits& defaults,
                                                         TimePoint now) {
-  auto settings = tx.GetSettings(ws);
+  auto settings = tx.workspaces().Settings(ws);
   if (!settings.ok()) return settings.status();
   auto limits = EffectiveQuotas(tx, ws, defaults);
   if (!limits.ok()) return limits.status();
   LocalDay day = LocalDayOf(now, settings->utc_offset_minutes);
-  auto used = tx.InferenceUnits(ws, token, day.day);
+  auto used = tx.quotas().InferenceUnits(ws, token, day.day);
   if (!used.ok()) return used.status();
   if (used->workspace >= limits->inference_units_per_day) {
     return std::optional(QuotaExceeded{"inference_units_per_day", limits->inference_units_per_day,
@@ -78,7 +80,7 @@ Result<std::optional<QuotaExceeded>> SpendInferenceUnit(WriteTx& tx, const std::
     return std::optional(QuotaExceeded{"token_inference_units_per_day",
                                        limits->token_inference_units_per_day, day.seconds_left});
   }
-  CORTEX_RETURN_IF_ERROR(tx.AddInferenceUnits(ws, token, day.day, 1));
+  CORTEX_RETURN_IF_ERROR(tx.quotas().AddInferenceUnits(ws, token, day.day, 1));
   return std::optional<QuotaExceeded>();
 }
 
@@ -123,7 +125,7 @@ Result<std::optional<QuotaExceeded>> CallQuotas::Admit(const std::string& ws,
     std::optional<QuotaExceeded> over;
     Status st = shared_->Write(
         [&](WriteTx& tx) -> Status {
-          auto counted = tx.CountCall(ws, token, minute, day);
+          auto counted = tx.quotas().CountCall(ws, token, minute, day);
           if (!counted.ok()) return counted.status();
           CallCounts before = *counted;  // without this call
           for (int64_t* n : {&before.workspace_minute, &before.workspace_day, &before.token_minute,

@@ -4,6 +4,8 @@
 
 #include "core/time.h"
 #include "engines/tokens.h"
+#include "store/quotas.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -26,7 +28,7 @@ class Counter {
     for (const char* id : {"ws_a", "ws_b"}) {
       EXPECT_TRUE(store_
                       ->Write([&](WriteTx& tx) {
-                        return tx.InsertWorkspace(
+                        return tx.workspaces().Insert(
                             Workspace{id, id, "wv_0", "av_0", At("2026-06-01T00:00:00Z")});
                       })
                       .ok());
@@ -198,7 +200,7 @@ TEST_F(InferenceQuotaTest, TokenAndWorkspaceBudgetsAreBothEnforcedAndResetDaily)
   // Refusals spent nothing: the store holds 3 units, 2 of them tok_1's.
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) -> Status {
-                    auto use = tx.InferenceUnits(ws_.id, "tok_1", "2026-06-10");
+                    auto use = tx.quotas().InferenceUnits(ws_.id, "tok_1", "2026-06-10");
                     if (!use.ok()) return use.status();
                     EXPECT_EQ(use->workspace, 3);
                     EXPECT_EQ(use->token, 2);
@@ -213,7 +215,7 @@ TEST_F(InferenceQuotaTest, WorkspaceOverridesReplaceDefaultsAndDefaultRestoresTh
   defaults_.inference_units_per_day = 1;
   ASSERT_TRUE(store_
                   ->Write([&](WriteTx& tx) {
-                    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", 2);
+                    return tx.quotas().SetOverride(ws_.id, "inference_units_per_day", 2);
                   })
                   .ok());
   EXPECT_FALSE(Spend("tok_1"));
@@ -221,7 +223,7 @@ TEST_F(InferenceQuotaTest, WorkspaceOverridesReplaceDefaultsAndDefaultRestoresTh
   EXPECT_TRUE(Spend("tok_1"));
   ASSERT_TRUE(store_
                   ->Write([&](WriteTx& tx) {
-                    return tx.SetQuotaOverride(ws_.id, "inference_units_per_day", std::nullopt);
+                    return tx.quotas().SetOverride(ws_.id, "inference_units_per_day", std::nullopt);
                   })
                   .ok());
   QuotaLimits effective;

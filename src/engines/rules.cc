@@ -11,6 +11,9 @@
 #include "core/json_text.h"
 #include "engines/identifiers.h"
 #include "engines/signals.h"
+#include "store/episodes.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -218,13 +221,13 @@ Status ParseEffect(const YAML::Node& then, Rule* r) {
   if (then["triage"]) {
     auto cls = Scalar(then["triage"], "triage", 64);
     if (!cls.ok()) return cls.status();
-    if (!IsOneOf(kTriageClasses, *cls)) {
+    r->then.triage_class = Parse<TriageClass>(*cls);
+    if (!r->then.triage_class) {
       return FileError::At(then["triage"],
                            "'" + *cls +
                                "' is not a triage class (interrupt_now, surface_at_transition, "
                                "daily_digest, handle_silently)");
     }
-    r->then.triage_class = *cls;
   }
   try {
     if (then["max_level"]) {
@@ -239,12 +242,12 @@ Status ParseEffect(const YAML::Node& then, Rule* r) {
     return FileError::At(then, "'max_level' must be an integer, 'block' and 'urgent' true/false");
   }
   bool action_effect = r->then.max_level || r->then.block || r->then.urgent;
-  if (r->then.triage_class.empty() == !action_effect) {
+  if (r->then.triage_class.has_value() == action_effect) {
     return FileError::At(then,
                          "'then' needs either 'triage' (a triage rule) or any of "
                          "'max_level', 'block', 'urgent' (an action rule), not both");
   }
-  r->kind = action_effect ? "action" : "triage";
+  r->kind = action_effect ? RuleKind::kAction : RuleKind::kTriage;
   return Status::Ok();
 }
 
@@ -254,7 +257,7 @@ Result<Rule> ParseRule(const YAML::Node& node, int position) {
       node, {"name", "summary", "when", "then", "priority", "evidence", "action"}, "a rule"));
   Rule r;
   r.position = position;
-  r.origin = "user";
+  r.origin = RuleOrigin::kUser;
   if (!node["name"]) return FileError::At(node, "rule is missing 'name'");
   auto name = Scalar(node["name"], "name", 100);
   if (!name.ok()) return name.status();
@@ -282,7 +285,7 @@ Result<Rule> ParseRule(const YAML::Node& node, int position) {
       return FileError::At(node["priority"], "'priority' must be between -1000 and 1000");
     }
   }
-  if (r.kind == "action") {
+  if (r.kind == RuleKind::kAction) {
     r.action_class = "communicate";
     if (node["action"]) {
       auto cls = Scalar(node["action"], "action", 64);
@@ -396,7 +399,8 @@ void SortForEvaluation(std::vector<Rule>& rules) {
     if (a.priority != b.priority) return a.priority > b.priority;
     int sa = Specificity(a), sb = Specificity(b);
     if (sa != sb) return sa > sb;
-    if (a.origin != b.origin) return a.origin == "user";  // a person's rule beats a learned one
+    if (a.origin != b.origin)
+      return a.origin == RuleOrigin::kUser;  // a person's rule beats a learned one
     return a.position < b.position;
   });
 }
@@ -445,13 +449,13 @@ Result<ImportReport> ImportRules(Store& store, const Clock& clock, const std::st
   ImportReport report;
   Status st = store.Write([&](WriteTx& tx) -> Status {
     report = ImportReport{};
-    auto ws = tx.GetWorkspace(ws_id);
+    auto ws = tx.workspaces().Get(ws_id);
     if (!ws.ok()) return ws.status();
-    auto current = tx.ListRules(ws_id, /*active_only=*/true);
+    auto current = tx.rules().List(ws_id, /*active_only=*/true);
     if (!current.ok()) return current.status();
     std::map<std::string, const Rule*> by_name;
     for (const Rule& r : *current) {
-      if (r.origin == "user") by_name[r.name] = &r;
+      if (r.origin == RuleOrigin::kUser) by_name[r.name] = &r;
     }
     TimePoint now = clock.Now();
     std::set<std::string> kept;
@@ -460,14 +464,14 @@ Result<ImportReport> ImportRules(Store& store, const Clock& clock, const std::st
       std::vector<std::string> evidence;
       for (const std::string& ref : r.evidence) {
         if (ref.rfind("ep_", 0) == 0) {
-          auto ep = tx.GetEpisode(ws_id, ref);
+          auto ep = tx.episodes().Get(ws_id, ref);
           if (!ep.ok()) {
             return Status::InvalidArgument("rule '" + r.name + "': evidence " + ref +
                                            " is not an episode of this workspace");
           }
           evidence.push_back(ref);
         } else {
-          auto ep = tx.FindEpisodeByExternalId(ws_id, ref);
+          auto ep = tx.episodes().FindByExternalId(ws_id, ref);
           if (!ep.ok()) {
             return Status::InvalidArgument("rule '" + r.name + "': evidence '" + ref +
                                            "' names no episode (by id or external_id)");
@@ -483,28 +487,29 @@ Result<ImportReport> ImportRules(Store& store, const Clock& clock, const std::st
         kept.insert(it->second->id);
         ++report.unchanged;
         if (it->second->position != r.position) {
-          CORTEX_RETURN_IF_ERROR(tx.SetRulePosition(ws_id, it->second->id, r.position));
+          CORTEX_RETURN_IF_ERROR(tx.rules().SetPosition(ws_id, it->second->id, r.position));
         }
         continue;
       }
       r.id = NewId("rul_", clock);
       r.workspace_id = ws_id;
       r.created_at = now;
-      CORTEX_RETURN_IF_ERROR(tx.InsertRule(r));
+      CORTEX_RETURN_IF_ERROR(tx.rules().Insert(r));
       ++report.added;
     }
     for (const auto& [name, rule] : by_name) {
       if (kept.count(rule->id)) continue;
-      CORTEX_RETURN_IF_ERROR(tx.RetireRule(ws_id, rule->id, now));
+      CORTEX_RETURN_IF_ERROR(tx.rules().Retire(ws_id, rule->id, now));
       ++report.retired;
     }
-    auto settings = tx.GetSettings(ws_id);
+    auto settings = tx.workspaces().Settings(ws_id);
     if (!settings.ok()) return settings.status();
     report.settings_changed = SettingsToJson(*settings) != SettingsToJson(file->settings);
-    if (report.settings_changed) CORTEX_RETURN_IF_ERROR(tx.SetSettings(ws_id, file->settings));
+    if (report.settings_changed)
+      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetSettings(ws_id, file->settings));
     if (report.added || report.retired || report.settings_changed) {
       report.agent_version = NewIdAfter("av_", clock, ws->agent_version);
-      CORTEX_RETURN_IF_ERROR(tx.SetAgentVersion(ws_id, report.agent_version));
+      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, report.agent_version));
     } else {
       report.agent_version = ws->agent_version;
     }

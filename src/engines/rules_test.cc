@@ -5,6 +5,8 @@
 #include "core/time.h"
 #include "engines/ingest.h"
 #include "engines/tokens.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -33,8 +35,8 @@ rules:
     then: { triage: surface_at_transition }
     priority: 5
 )");
-  EXPECT_EQ(r.kind, "triage");
-  EXPECT_EQ(r.then.triage_class, "surface_at_transition");
+  EXPECT_EQ(Name(r.kind), "triage");
+  EXPECT_EQ(Name(*r.then.triage_class), "surface_at_transition");
   EXPECT_EQ(r.when.tags, std::vector<std::string>{"vip"});
   EXPECT_EQ(r.when.words, (std::vector<std::string>{"by eod", "urgent"}));
   EXPECT_EQ(*r.when.from_minute, 18 * 60);
@@ -42,7 +44,7 @@ rules:
   EXPECT_EQ(r.when.weekdays, 0b11u);
   EXPECT_EQ(r.when.counterparties, std::vector<std::string>{"sarah@northwind.example"});
   EXPECT_EQ(r.priority, 5);
-  EXPECT_EQ(r.origin, "user");
+  EXPECT_EQ(Name(r.origin), "user");
 }
 
 TEST(RuleFileTest, ActionRules) {
@@ -54,7 +56,7 @@ rules:
     when: { tags: external }
     then: { max_level: 1, urgent: true }
 )");
-  EXPECT_EQ(r.kind, "action");
+  EXPECT_EQ(Name(r.kind), "action");
   EXPECT_EQ(r.action_class, "communicate");
   EXPECT_EQ(*r.then.max_level, 1);
   EXPECT_TRUE(r.then.urgent);
@@ -199,7 +201,7 @@ class ImportTest : public ::testing::Test {
     std::string av;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      av = tx.GetWorkspace(ws_.id)->agent_version;
+                      av = tx.workspaces().Get(ws_.id)->agent_version;
                       return Status::Ok();
                     })
                     .ok());
@@ -209,7 +211,7 @@ class ImportTest : public ::testing::Test {
     std::vector<Rule> out;
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
-                      out = *tx.ListRules(ws_.id, true);
+                      out = *tx.rules().List(ws_.id, true);
                       return Status::Ok();
                     })
                     .ok());

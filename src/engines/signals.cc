@@ -5,6 +5,7 @@
 
 #include "core/json_text.h"
 #include "core/time.h"
+#include "store/episodes.h"
 
 namespace cortex {
 namespace {
@@ -115,7 +116,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
     out.signals.push_back({"vip_counterparty", "Sender is in VIP watchlist."});
   }
 
-  auto block = tx.ActiveBlockAt(ws, t, t - kMaxBlockLength);
+  auto block = tx.episodes().ActiveBlockAt(ws, t, t - kMaxBlockLength);
   if (!block.ok()) return block.status();
   if (*block) {
     const Episode& b = **block;
@@ -126,7 +127,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   }
 
   if (who != nullptr) {
-    auto history = tx.CounterpartyHistory(ws, who->id, t, t - kAwaitingWindow);
+    auto history = tx.episodes().CounterpartyHistory(ws, who->id, t, t - kAwaitingWindow);
     if (!history.ok()) return history.status();
     if (!history->any_earlier) {
       out.signals.push_back({"first_contact", "First message from " + Who(who) + "."});
@@ -159,7 +160,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   }
 
   if (!ep.thread.empty()) {
-    auto recent = tx.CountThreadEpisodes(ws, ep.thread, t - kThreadWindow, t);
+    auto recent = tx.episodes().CountInThread(ws, ep.thread, t - kThreadWindow, t);
     if (!recent.ok()) return recent.status();
     if (*recent >= kThreadActiveMin) {
       std::string name = ep.subject.empty() ? ep.thread : ep.subject;

@@ -2,6 +2,8 @@
 
 #include "core/crypto.h"
 #include "core/ids.h"
+#include "store/tokens.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -54,7 +56,7 @@ Status ValidateWorkspaceName(const std::string& name) {
 Result<Workspace> FindWorkspace(Store& store, const std::string& name) {
   std::optional<Workspace> found;
   Status st = store.Read([&](ReadTx& tx) {
-    auto w = tx.FindWorkspaceByName(name);
+    auto w = tx.workspaces().FindByName(name);
     if (!w.ok()) return w.status();
     found = std::move(*w);
     return Status::Ok();
@@ -67,14 +69,14 @@ Result<Workspace> EnsureWorkspace(Store& store, const Clock& clock, const std::s
   CORTEX_RETURN_IF_ERROR(ValidateWorkspaceName(name));
   std::optional<Workspace> out;
   auto find_or_create = [&](WriteTx& tx) {
-    auto existing = tx.FindWorkspaceByName(name);
+    auto existing = tx.workspaces().FindByName(name);
     if (existing.ok()) {
       out = std::move(*existing);
       return Status::Ok();
     }
     if (existing.status().code() != Code::kNotFound) return existing.status();
     Workspace w{NewId("ws_", clock), name, NewId("wv_", clock), NewId("av_", clock), clock.Now()};
-    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
+    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(w));
     out = std::move(w);
     return Status::Ok();
   };
@@ -95,7 +97,7 @@ Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string
   t.secret = kTokenPrefix + RandomHex(kTokenRandomBytes);
   t.record = TokenRecord{NewId("tok_", clock), ws->id,      Sha256Hex(t.secret), label, scopes,
                          clock.Now(),          std::nullopt};
-  CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.InsertToken(t.record); }));
+  CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.tokens().Insert(t.record); }));
   return t;
 }
 
@@ -106,13 +108,13 @@ Result<AuthContext> Authenticate(Store& store, const std::string& secret) {
   }
   AuthContext ctx;
   Status st = store.Read([&](ReadTx& tx) {
-    auto tok = tx.FindTokenByHash(Sha256Hex(secret));
+    auto tok = tx.tokens().FindByHash(Sha256Hex(secret));
     if (!tok.ok()) {
       return tok.status().code() == Code::kNotFound ? Status::Unauthorized("unknown token")
                                                     : tok.status();
     }
     if (tok->revoked_at) return Status::Unauthorized("token revoked");
-    auto ws = tx.GetWorkspace(tok->workspace_id);
+    auto ws = tx.workspaces().Get(tok->workspace_id);
     if (!ws.ok()) return ws.status();
     ctx = AuthContext{ws->id, ws->name, tok->id, tok->scopes};
     return Status::Ok();
@@ -125,7 +127,8 @@ Status RevokeToken(Store& store, const Clock& clock, const std::string& ws_name,
                    const std::string& token_id) {
   auto ws = FindWorkspace(store, ws_name);
   if (!ws.ok()) return ws.status();
-  return store.Write([&](WriteTx& tx) { return tx.RevokeToken(ws->id, token_id, clock.Now()); });
+  return store.Write(
+      [&](WriteTx& tx) { return tx.tokens().Revoke(ws->id, token_id, clock.Now()); });
 }
 
 }  // namespace cortex

@@ -4,6 +4,8 @@
 
 #include "core/crypto.h"
 #include "core/time.h"
+#include "store/tokens.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -38,8 +40,8 @@ TEST_F(TokensTest, OnlyTheHashIsStored) {
   ASSERT_TRUE(token.ok());
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto ws = tx.FindWorkspaceByName("alpha");
-                    auto list = tx.ListTokens(ws->id);
+                    auto ws = tx.workspaces().FindByName("alpha");
+                    auto list = tx.tokens().List(ws->id);
                     EXPECT_EQ(list->size(), 1u);
                     EXPECT_EQ((*list)[0].hash, Sha256Hex(token->secret));
                     EXPECT_EQ((*list)[0].hash.find(token->secret.substr(4)), std::string::npos);

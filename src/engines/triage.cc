@@ -7,6 +7,11 @@
 #include "core/json_text.h"
 #include "core/time.h"
 #include "engines/signals.h"
+#include "store/decisions.h"
+#include "store/episodes.h"
+#include "store/notifications.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 namespace {
@@ -17,7 +22,7 @@ bool Has(const std::vector<Signal>& signals, const char* kind) {
 }
 
 struct PolicyChoice {
-  std::string triage_class;
+  TriageClass triage_class;
   std::string summary;
 };
 
@@ -29,22 +34,23 @@ PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
   bool newsletter = who != nullptr &&
                     std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
   if (newsletter) {
-    return {"handle_silently",
+    return {TriageClass::kHandleSilently,
             "No rule matched; default policy: newsletters are recorded silently."};
   }
   if (vip && urgent) {
-    return {"interrupt_now",
+    return {TriageClass::kInterruptNow,
             "No rule matched; default policy: urgent messages from VIPs interrupt, even in a "
             "focus block."};
   }
   if (Has(s, "active_focus_block")) {
-    return {"surface_at_transition",
+    return {TriageClass::kSurfaceAtTransition,
             "No rule matched; default policy: hold messages until the focus block ends."};
   }
   if (vip || urgent) {
-    return {"interrupt_now", "No rule matched; default policy: VIP and urgent messages interrupt."};
+    return {TriageClass::kInterruptNow,
+            "No rule matched; default policy: VIP and urgent messages interrupt."};
   }
-  return {"daily_digest",
+  return {TriageClass::kDailyDigest,
           "No rule matched; default policy: everything else waits for the daily digest."};
 }
 
@@ -72,16 +78,16 @@ Triager::Triager(WriteTx& tx, const Clock& clock, std::string ws_id)
 
 Status Triager::Load() {
   if (loaded_) return Status::Ok();
-  auto ws = tx_.GetWorkspace(ws_id_);
+  auto ws = tx_.workspaces().Get(ws_id_);
   if (!ws.ok()) return ws.status();
   agent_version_ = ws->agent_version;
-  auto settings = tx_.GetSettings(ws_id_);
+  auto settings = tx_.workspaces().Settings(ws_id_);
   if (!settings.ok()) return settings.status();
   settings_ = *settings;
-  auto rules = tx_.ListRules(ws_id_, /*active_only=*/true);
+  auto rules = tx_.rules().List(ws_id_, /*active_only=*/true);
   if (!rules.ok()) return rules.status();
   for (Rule& r : *rules) {
-    if (r.kind == "triage") rules_.push_back(std::move(r));
+    if (r.kind == RuleKind::kTriage) rules_.push_back(std::move(r));
   }
   SortForEvaluation(rules_);
   loaded_ = true;
@@ -92,7 +98,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   CORTEX_RETURN_IF_ERROR(Load());
   auto report = ComputeSignals(tx_, settings_, ep, who);
   if (!report.ok()) return report.status();
-  CORTEX_RETURN_IF_ERROR(tx_.InsertEpisode(ep));
+  CORTEX_RETURN_IF_ERROR(tx_.episodes().Insert(ep));
 
   Situation situation;
   situation.episode = &ep;
@@ -109,9 +115,10 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
       break;
     }
   }
-  std::string triage_class, rule_summary, confidence;
+  TriageClass triage_class;
+  std::string rule_summary, confidence;
   if (rule != nullptr) {
-    triage_class = rule->then.triage_class;
+    triage_class = *rule->then.triage_class;
     rule_summary = rule->summary;
     confidence = ConfidenceLabel(*rule, thresholds_);
     ++hits_[rule->id];
@@ -124,10 +131,10 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
 
   std::optional<TimePoint> surface_at;
   std::string when;
-  if (triage_class == "interrupt_now") {
+  if (triage_class == TriageClass::kInterruptNow) {
     surface_at = ep.occurred_at;
     when = "interrupt now";
-  } else if (triage_class == "surface_at_transition") {
+  } else if (triage_class == TriageClass::kSurfaceAtTransition) {
     if (report->focus_block) {
       surface_at = *report->focus_block->ends_at;
       when = "hold until the focus block ends at " + LocalClock(*surface_at, settings_);
@@ -135,7 +142,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
       surface_at = ep.occurred_at;  // no block to wait for: the transition is now
       when = "surface now (no focus block active)";
     }
-  } else if (triage_class == "daily_digest") {
+  } else if (triage_class == TriageClass::kDailyDigest) {
     surface_at = NextDigest(ep.occurred_at, settings_);
     when = "put in the digest of " + FormatTime(*surface_at);
   } else {
@@ -146,8 +153,8 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   Decision d;
   d.id = NewId("dec_", clock_);
   d.workspace_id = ws_id_;
-  d.decision_class = "triage";
-  d.status = "recorded";
+  d.decision_class = DecisionClass::kTriage;
+  d.status = DecisionStatus::kRecorded;
   d.occurred_at = clock_.Now();
   d.entity_id = ep.entity_id;
   d.payload_summary = "Triage " + name + "'s " + ep.channel + " " + Quote(ep) + ": " + when + ".";
@@ -177,7 +184,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   // instructions a message).
   nlohmann::json details = nlohmann::json::object();
   details["signals"] = SignalsJson(report->signals);
-  details["triage_class"] = triage_class;
+  details["triage_class"] = Name(triage_class);
   details["episode_id"] = ep.id;
   details["surface_at"] = surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr;
   d.details_json = DumpJson(details);
@@ -198,12 +205,14 @@ Status Triager::StoreOutcomes() {
   std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
     return a->decision.entity_id < b->decision.entity_id;
   });
-  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.InsertDecision(o->decision));
+  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.decisions().Insert(o->decision));
   std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
-    return std::tie(a->notification.triage_class, a->notification.surface_at) <
-           std::tie(b->notification.triage_class, b->notification.surface_at);
+    // (By the class's spelling, as the index holds it.)
+    return std::make_tuple(Name(a->notification.triage_class), a->notification.surface_at) <
+           std::make_tuple(Name(b->notification.triage_class), b->notification.surface_at);
   });
-  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.InsertNotification(o->notification));
+  for (const Outcome* o : order)
+    CORTEX_RETURN_IF_ERROR(tx_.notifications().Insert(o->notification));
   outcomes_.clear();
   return Status::Ok();
 }
@@ -211,7 +220,7 @@ Status Triager::StoreOutcomes() {
 Status Triager::Finish() {
   CORTEX_RETURN_IF_ERROR(StoreOutcomes());
   for (const auto& [rule_id, n] : hits_) {
-    CORTEX_RETURN_IF_ERROR(tx_.AddRuleHits(ws_id_, rule_id, n));
+    CORTEX_RETURN_IF_ERROR(tx_.rules().AddHits(ws_id_, rule_id, n));
   }
   hits_.clear();
   return Status::Ok();

@@ -6,6 +6,11 @@
 #include "engines/ingest.h"
 #include "engines/signals.h"
 #include "engines/tokens.h"
+#include "store/decisions.h"
+#include "store/episodes.h"
+#include "store/notifications.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -40,8 +45,8 @@ class TriageTest : public ::testing::Test {
     EXPECT_TRUE(store_
                     ->Read([&](ReadTx& tx) {
                       DecisionFilter f;
-                      f.decision_class = "triage";
-                      d = tx.ListDecisions(ws_.id, f, 1)->at(0);
+                      f.decision_class = DecisionClass::kTriage;
+                      d = tx.decisions().List(ws_.id, f, 1)->at(0);
                       return Status::Ok();
                     })
                     .ok());
@@ -131,8 +136,8 @@ TEST_F(TriageTest, AnEntityLineAppliesToTheRestOfItsBatch) {
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
                     DecisionFilter f;
-                    f.decision_class = "triage";
-                    triage = *tx.ListDecisions(ws_.id, f, 2);  // newest first
+                    f.decision_class = DecisionClass::kTriage;
+                    triage = *tx.decisions().List(ws_.id, f, 2);  // newest first
                     return Status::Ok();
                   })
                   .ok());
@@ -209,7 +214,7 @@ rules:
 
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto rule = tx.GetRule(ws_.id, *held.rule_id);
+                    auto rule = tx.rules().Get(ws_.id, *held.rule_id);
                     EXPECT_EQ(rule->hits, 1);
                     return Status::Ok();
                   })
@@ -221,13 +226,13 @@ TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
   ASSERT_TRUE(d.notification_id.has_value());
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    auto n = tx.GetNotification(ws_.id, *d.notification_id);
+                    auto n = tx.notifications().Get(ws_.id, *d.notification_id);
                     EXPECT_TRUE(n.ok());
                     EXPECT_EQ(n->decision_id, d.id);
                     EXPECT_EQ(n->episode_id, d.source_episode_ids.at(0));
-                    auto ep = tx.GetEpisode(ws_.id, n->episode_id);
+                    auto ep = tx.episodes().Get(ws_.id, n->episode_id);
                     EXPECT_EQ(ep->world_version, d.world_version);
-                    EXPECT_EQ(tx.GetWorkspace(ws_.id)->world_version, d.world_version);
+                    EXPECT_EQ(tx.workspaces().Get(ws_.id)->world_version, d.world_version);
                     return Status::Ok();
                   })
                   .ok());
@@ -239,7 +244,7 @@ TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
   ASSERT_FALSE(bad.ok());
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    EXPECT_EQ(tx.ListDecisions(ws_.id, {}, 10)->size(), 1u);
+                    EXPECT_EQ(tx.decisions().List(ws_.id, {}, 10)->size(), 1u);
                     return Status::Ok();
                   })
                   .ok());

@@ -6,6 +6,9 @@
 #include "core/json_text.h"
 #include "engines/identifiers.h"
 #include "engines/rules.h"
+#include "store/decisions.h"
+#include "store/trust.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 
@@ -24,11 +27,16 @@ const char* LevelName(int level) {
 
 Result<EffectiveTrust> LookupTrust(ReadTx& tx, const std::string& ws, const std::string& cls,
                                    const Entity& who, const TrustConfig& config) {
-  auto settings = tx.ListTrust(ws);
+  auto settings = tx.trust().List(ws);
   if (!settings.ok()) return settings.status();
+  return ResolveTrust(*settings, cls, who, config);
+}
+
+EffectiveTrust ResolveTrust(const std::vector<TrustSetting>& settings, const std::string& cls,
+                            const Entity& who, const TrustConfig& config) {
   std::optional<int> entity_level, default_level, tag_level, ceiling;
   std::string tag_source;
-  for (const TrustSetting& t : *settings) {
+  for (const TrustSetting& t : settings) {
     if (t.action_class != cls) continue;
     if (t.scope == "entity:" + who.id) {
       entity_level = t.level;
@@ -69,18 +77,18 @@ Result<Decision> Transition(WriteTx& tx, const Clock& clock, const std::string& 
                             const std::string& why, const std::string& rule_summary,
                             const std::vector<std::string>& evidence) {
   TrustSetting setting{cls, "entity:" + who.id, to, std::nullopt, clock.Now()};
-  CORTEX_RETURN_IF_ERROR(tx.SetTrust(ws, setting));
-  auto workspace = tx.GetWorkspace(ws);
+  CORTEX_RETURN_IF_ERROR(tx.trust().Set(ws, setting));
+  auto workspace = tx.workspaces().Get(ws);
   if (!workspace.ok()) return workspace.status();
   std::string av = NewIdAfter("av_", clock, workspace->agent_version);
-  CORTEX_RETURN_IF_ERROR(tx.SetAgentVersion(ws, av));
+  CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws, av));
   Rule basis;  // confidence from the evidence behind the move
   basis.support = static_cast<int64_t>(evidence.size());
   Decision d;
   d.id = NewId("dec_", clock);
   d.workspace_id = ws;
-  d.decision_class = "trust_transition";
-  d.status = "recorded";
+  d.decision_class = DecisionClass::kTrustTransition;
+  d.status = DecisionStatus::kRecorded;
   d.occurred_at = clock.Now();
   d.entity_id = who.id;
   d.payload_summary = std::string(to > from ? "Raise" : "Lower") + " " + cls + " trust for " +
@@ -95,7 +103,7 @@ Result<Decision> Transition(WriteTx& tx, const Clock& clock, const std::string& 
                              {"from_level", from},
                              {"to_level", to},
                              {"evidence_decision_ids", evidence}});
-  CORTEX_RETURN_IF_ERROR(tx.InsertDecision(d));
+  CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(d));
   return d;
 }
 
@@ -105,20 +113,20 @@ Result<std::optional<Decision>> RecordApproval(WriteTx& tx, const Clock& clock,
                                                const std::string& ws, const std::string& cls,
                                                const Entity& who, const std::string& decision_id,
                                                bool edited, const TrustConfig& config) {
-  auto streak = tx.GetTrustStreak(ws, cls, who.id);
+  auto streak = tx.trust().GetStreak(ws, cls, who.id);
   if (!streak.ok()) return streak.status();
   TrustStreak s = *streak;
   if (edited) {
-    CORTEX_RETURN_IF_ERROR(tx.SetTrustStreak(ws, cls, who.id, TrustStreak{}));
+    CORTEX_RETURN_IF_ERROR(tx.trust().SetStreak(ws, cls, who.id, TrustStreak{}));
     return std::optional<Decision>();
   }
   s.streak += 1;
   s.evidence.push_back(decision_id);
   if (s.streak < config.approvals_to_raise) {
-    CORTEX_RETURN_IF_ERROR(tx.SetTrustStreak(ws, cls, who.id, s));
+    CORTEX_RETURN_IF_ERROR(tx.trust().SetStreak(ws, cls, who.id, s));
     return std::optional<Decision>();
   }
-  CORTEX_RETURN_IF_ERROR(tx.SetTrustStreak(ws, cls, who.id, TrustStreak{}));
+  CORTEX_RETURN_IF_ERROR(tx.trust().SetStreak(ws, cls, who.id, TrustStreak{}));
   auto current = LookupTrust(tx, ws, cls, who, config);
   if (!current.ok()) return current.status();
   int to = std::min(current->level + 1, current->ceiling.value_or(3));
@@ -137,7 +145,7 @@ Result<std::optional<Decision>> RecordRejection(WriteTx& tx, const Clock& clock,
                                                 const std::string& ws, const std::string& cls,
                                                 const Entity& who, const std::string& decision_id,
                                                 const TrustConfig& config) {
-  CORTEX_RETURN_IF_ERROR(tx.SetTrustStreak(ws, cls, who.id, TrustStreak{}));
+  CORTEX_RETURN_IF_ERROR(tx.trust().SetStreak(ws, cls, who.id, TrustStreak{}));
   auto current = LookupTrust(tx, ws, cls, who, config);
   if (!current.ok()) return current.status();
   if (current->level == 0) return std::optional<Decision>();

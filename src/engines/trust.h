@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -25,8 +26,12 @@ struct EffectiveTrust {
   std::optional<int> ceiling;  // the lowest ceiling among the counterparty's tags
 };
 
-// The level for (class x counterparty): the counterparty's own setting, else the lowest of
-// its tags' settings, else the class default; never above its tags' ceiling.
+// The level for (class x counterparty) under the workspace's trust `settings`: the
+// counterparty's own setting, else the lowest of its tags' settings, else the class
+// default; never above its tags' ceiling.
+EffectiveTrust ResolveTrust(const std::vector<TrustSetting>& settings, const std::string& cls,
+                            const Entity& who, const TrustConfig& config);
+// ResolveTrust on the settings stored for `ws`.
 Result<EffectiveTrust> LookupTrust(ReadTx& tx, const std::string& ws, const std::string& cls,
                                    const Entity& who, const TrustConfig& config);
 

@@ -9,6 +9,8 @@
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "protocol/jsonrpc.h"
+#include "store/sessions.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 
@@ -173,7 +175,7 @@ json McpServer::AdmitCall(const AuthContext& auth) {
   QuotaLimits limits;
   int utc_offset = 0;
   Status st = store_.Read([&](ReadTx& tx) -> Status {
-    auto settings = tx.GetSettings(auth.workspace_id);
+    auto settings = tx.workspaces().Settings(auth.workspace_id);
     if (!settings.ok()) return settings.status();
     utc_offset = settings->utc_offset_minutes;
     auto effective = EffectiveQuotas(tx, auth.workspace_id, quota_defaults_);
@@ -387,11 +389,11 @@ Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, 
   bool opened = false;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     // Idle sessions are swept by the background loop (app.cc); here they just don't count.
-    auto active = tx.CountSessions(now - limits::kSessionIdleExpiry);
+    auto active = tx.sessions().Count(now - limits::kSessionIdleExpiry);
     if (!active.ok()) return active.status();
     opened = *active < static_cast<int64_t>(limits::kMaxSessions);
     if (!opened) return Status::Ok();
-    return tx.InsertSession(McpSession{session_id, auth.workspace_id, now, now});
+    return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now});
   });
   if (!st.ok()) {
     spdlog::warn("opening a session: {}", st.message());
@@ -445,7 +447,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
 Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) {
   std::optional<McpSession> session;
   Status st = store_.Read([&](ReadTx& tx) -> Status {
-    auto found = tx.GetSession(id);
+    auto found = tx.sessions().Get(id);
     if (!found.ok()) return found.status();
     session = std::move(*found);
     return Status::Ok();
@@ -474,7 +476,7 @@ Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& 
   TimePoint now = clock_.Now();
   if (now - (*session)->last_used >= limits::kSessionTouchInterval) {
     // Bookkeeping: a touch lost to a database crash costs a minute of idle time at most.
-    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.TouchSession(id, now); },
+    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.sessions().Touch(id, now); },
                                         Store::Durability::kRelaxed));
   }
   return true;
@@ -483,7 +485,7 @@ Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& 
 Result<bool> McpServer::EndSession(const std::string& id, const AuthContext& auth) {
   bool deleted = false;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
-    auto gone = tx.DeleteSession(auth.workspace_id, id);
+    auto gone = tx.sessions().Delete(auth.workspace_id, id);
     if (!gone.ok()) return gone.status();
     deleted = *gone;
     return Status::Ok();

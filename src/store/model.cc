@@ -19,17 +19,17 @@ json RuleDefinitionJson(const Rule& r) {
   if (r.when.until_minute) when["until_minute"] = *r.when.until_minute;
   if (r.when.weekdays != 0) when["weekdays"] = r.when.weekdays;
   json then = json::object();
-  if (!r.then.triage_class.empty()) then["triage"] = r.then.triage_class;
+  if (r.then.triage_class) then["triage"] = Name(*r.then.triage_class);
   if (r.then.max_level) then["max_level"] = *r.then.max_level;
   if (r.then.block) then["block"] = true;
   if (r.then.urgent) then["urgent"] = true;
-  json def = {{"kind", r.kind}, {"when", when}, {"then", then}, {"priority", r.priority}};
+  json def = {{"kind", Name(r.kind)}, {"when", when}, {"then", then}, {"priority", r.priority}};
   if (!r.action_class.empty()) def["action_class"] = r.action_class;
   return def;
 }
 
 void ApplyRuleDefinitionJson(const json& def, Rule* r) {
-  r->kind = def.value("kind", "");
+  r->kind = ParseStored<RuleKind>(def.value("kind", ""));
   r->action_class = def.value("action_class", "");
   r->priority = def.value("priority", 0);
   const json& when = def.at("when");
@@ -49,7 +49,10 @@ void ApplyRuleDefinitionJson(const json& def, Rule* r) {
       when.contains("until_minute") ? std::optional<int>(when["until_minute"]) : std::nullopt;
   r->when.weekdays = when.value("weekdays", 0u);
   const json& then = def.at("then");
-  r->then.triage_class = then.value("triage", "");
+  r->then.triage_class =
+      then.contains("triage")
+          ? std::optional(ParseStored<TriageClass>(then["triage"].get<std::string>()))
+          : std::nullopt;
   r->then.max_level =
       then.contains("max_level") ? std::optional<int>(then["max_level"]) : std::nullopt;
   r->then.block = then.value("block", false);

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/json_text.h"
+#include "store/states.h"
 
 namespace cortex {
 
@@ -101,20 +102,20 @@ struct RuleConditions {
 };
 
 struct RuleEffect {
-  std::string triage_class;      // triage rules
-  std::optional<int> max_level;  // action rules: cap the autonomy level (0-3)
-  bool block = false;            // action rules: refuse the action
-  bool urgent = false;           // action rules: mark the action urgent
+  std::optional<TriageClass> triage_class;  // triage rules
+  std::optional<int> max_level;             // action rules: cap the autonomy level (0-3)
+  bool block = false;                       // action rules: refuse the action
+  bool urgent = false;                      // action rules: mark the action urgent
 };
 
 struct Rule {
   std::string id;  // rul_...
   std::string workspace_id;
-  std::string name;          // unique among a workspace's active rules
-  std::string kind;          // triage | action
+  std::string name;  // unique among a workspace's active rules
+  RuleKind kind = RuleKind::kTriage;
   std::string action_class;  // action rules: the class they apply to ("communicate")
   std::string summary;       // one sentence a person can read
-  std::string origin;        // user | learned
+  RuleOrigin origin = RuleOrigin::kUser;
   RuleConditions when;
   RuleEffect then;
   int priority = 0;
@@ -145,40 +146,11 @@ struct WorkspaceSettings {
 nlohmann::json SettingsToJson(const WorkspaceSettings& s);
 WorkspaceSettings SettingsFromJson(const nlohmann::json& j);
 
-// Every class of decision there is. A counterparty's decisions of any class are read
-// class by class (decisions_by_entity_class), so the store refuses a decision of a class
-// missing here rather than leave it out of those lists.
-inline constexpr std::array<const char*, 4> kDecisionClasses = {"triage", "action_proposed",
-                                                                "rule_fired", "trust_transition"};
-
-// Whether `value` is one of `names` (kDecisionClasses, kTriageClasses, kEpisodeKinds).
-template <size_t N>
-bool IsOneOf(const std::array<const char*, N>& names, std::string_view value) {
-  for (const char* name : names) {
-    if (value == name) return true;
-  }
-  return false;
-}
-
-// A proposal (action_proposed) is pending, executed or refused, then rejected, expired,
-// executed, delivered or failed; every other decision is `recorded` and stays so. A counterparty's
-// decisions of one status are read only in the classes that can have it, so the store keeps to
-// this.
-inline bool DecisionClassMayHaveStatus(std::string_view cls, std::string_view status) {
-  return (cls == "action_proposed") != (status == "recorded");
-}
-
-// Every triage class there is (Notification::triage_class; a triage rule's outcome). A
-// list of notifications of any class is read class by class (notifications_by_class), so
-// the store refuses a notification of a class missing here.
-inline constexpr std::array<const char*, 4> kTriageClasses = {
-    "interrupt_now", "surface_at_transition", "daily_digest", "handle_silently"};
-
 struct Decision {
   std::string id;  // dec_...
   std::string workspace_id;
-  std::string decision_class;  // one of kDecisionClasses
-  std::string status;          // recorded (triage); pending, executed, ... (actions)
+  DecisionClass decision_class = DecisionClass::kTriage;
+  DecisionStatus status = DecisionStatus::kRecorded;  // DecisionClassMayHaveStatus
   TimePoint occurred_at;
   std::optional<std::string> entity_id;
   std::string payload_summary;
@@ -201,8 +173,8 @@ struct Decision {
 };
 
 struct DecisionFilter {
-  std::optional<std::string> decision_class;
-  std::optional<std::string> status;
+  std::optional<DecisionClass> decision_class;
+  std::optional<DecisionStatus> status;
   std::optional<std::string> entity_id;
   std::optional<std::string> min_id;  // inclusive: decisions made at or after a time
   std::optional<std::string> max_id;  // exclusive: decisions made before a time, or a cursor
@@ -214,7 +186,7 @@ struct Notification {
   std::string episode_id;
   std::string decision_id;
   std::optional<std::string> entity_id;
-  std::string triage_class;
+  TriageClass triage_class = TriageClass::kInterruptNow;
   std::optional<TimePoint> surface_at;  // none for handle_silently
   TimePoint created_at;
 };
@@ -226,8 +198,8 @@ struct Action {
   std::string action_class;  // communicate
   std::string entity_id;
   std::string recipient;  // the address it goes to
-  std::string status;     // pending | executed | delivered | failed | rejected | expired | refused
-  int level = 1;          // the autonomy level it was decided at
+  ActionStatus status = ActionStatus::kPending;
+  int level = 1;  // the autonomy level it was decided at
   bool urgent = false;
   std::string message;  // as asked
   std::string tone;
@@ -246,8 +218,7 @@ struct LedgerEntry {
   int64_t seq = 0;  // 1, 2, 3... per workspace
   std::string action_id;
   std::string decision_id;
-  std::string
-      event;  // proposed | approved | rejected | expired | executed | delivered | failed | refused
+  LedgerEvent event = LedgerEvent::kProposed;
   TimePoint occurred_at;
   nlohmann::json provenance;  // rule summary, confidence, contributing episodes, versions
   nlohmann::json detail;      // event-specific: edited text, reason, error...
@@ -273,7 +244,7 @@ struct OutboxItem {
   std::string workspace_id;
   std::string recipient;
   std::string body;
-  std::string status;  // pending | delivered | failed
+  OutboxStatus status = OutboxStatus::kPending;
   int attempts = 0;
   TimePoint next_attempt_at;
   std::string last_error;
@@ -288,7 +259,7 @@ struct TriageLink {
   std::optional<std::string> rule_summary;
   std::string confidence;
   std::vector<std::string> source_episode_ids;
-  std::string triage_class;  // from the decision's details
+  std::optional<TriageClass> triage_class;  // from the decision's details
 };
 
 // What a decision's provenance shows of an episode it cites.

@@ -22,6 +22,7 @@
 #include "core/limits.h"
 #include "store/migrations.h"
 #include "store/sql.h"
+#include "store/sql_tx.h"
 #include "store/store.h"
 
 namespace cortex {
@@ -234,7 +235,11 @@ class PgStore final : public Store {
   Status Init() { return Migrate(); }
 
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
-    return Transaction(/*write=*/false, [&](PgConn& c) { return fn(*NewSqlTx(c)); });
+    return Transaction(/*write=*/false, [&](PgConn& c) {
+      TxState state(c);
+      ReadTx tx(state);
+      return fn(tx);
+    });
   }
 
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) override {
@@ -247,9 +252,10 @@ class PgStore final : public Store {
                            CORTEX_RETURN_IF_ERROR(c.Guard(
                                [&] { c.tx().exec("SET LOCAL synchronous_commit TO OFF"); }));
                          }
-                         std::unique_ptr<SqlWriteTx> tx = NewSqlTx(c);
-                         CORTEX_RETURN_IF_ERROR(fn(*tx));
-                         return tx->FinishWrite();
+                         TxState state(c);
+                         WriteTx tx(state);
+                         CORTEX_RETURN_IF_ERROR(fn(tx));
+                         return state.FinishWrite();
                        },
                        /*slot=*/durability != Durability::kRelaxed);
   }

@@ -1,7 +1,7 @@
-// What the SQL store code (sql_tx.cc) needs from a database driver: prepared statements
-// with positional parameters and a row cursor. SQLite (sqlite_store.cc) and PostgreSQL
-// (pg_store.cc) each implement it once, so the queries behind every ReadTx/WriteTx method
-// are written once, in the SQL both databases speak.
+// What the areas' SQL (store/<area>_sql.cc) needs from a database driver: prepared
+// statements with positional parameters and a row cursor. SQLite (sqlite_store.cc) and
+// PostgreSQL (pg_store.cc) each implement it once, so every query is written once, in the
+// SQL both databases speak.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include "core/status.h"
 #include "core/time.h"
 #include "store/model.h"
-#include "store/store.h"
+#include "store/states.h"
 
 namespace cortex {
 
@@ -62,6 +62,12 @@ class Stmt {
     return *this;
   }
   Stmt& Bind(int i, TimePoint t) { return Bind(i, static_cast<int64_t>(ToUnixMillis(t))); }
+  // A state is bound by its spelling, which lives as long as the program.
+  template <State E>
+  Stmt& Bind(int i, E e) {
+    s_.BindText(i, Name(e));
+    return *this;
+  }
   Stmt& BindNull(int i) {
     s_.BindNull(i);
     return *this;
@@ -90,6 +96,11 @@ class Stmt {
   TimePoint Time(int col) const { return FromUnixMillis(Int(col)); }
   std::optional<TimePoint> OptTime(int col) const {
     return IsNull(col) ? std::nullopt : std::optional<TimePoint>(Time(col));
+  }
+  // The state a column spells (ParseStored: throws on a spelling no value has).
+  template <State E>
+  E As(int col) const {
+    return ParseStored<E>(s_.Text(col));
   }
   std::optional<std::string> OptText(int col) const {
     return IsNull(col) ? std::nullopt : std::optional<std::string>(Text(col));
@@ -129,29 +140,5 @@ class SqlConn {
   // readers in a read-only request, by the database's data version); nullptr elsewhere.
   virtual StableRows* Stable() { return nullptr; }
 };
-
-// The ReadTx/WriteTx methods, in SQL, over `conn` (sql_tx.cc), for one write function (or
-// one read). A write keeps the workspace's entity and episode counts back until
-// FinishWrite(), so a batch of 10,000 lines updates the workspace row once: the store calls
-// it after the function succeeded and before committing (or releasing its savepoint), and
-// drops the tx unfinished when the function failed.
-class SqlWriteTx : public WriteTx {
- public:
-  virtual Status FinishWrite() = 0;
-};
-std::unique_ptr<SqlWriteTx> NewSqlTx(SqlConn& conn);
-
-// The look-ups triage runs for every message, named so that the query-plan test checks
-// the very statements that run (sqlite_store_test.cc): each must read an index alone.
-namespace triage_sql {
-extern const char* const kEarlierReceived;  // their messages up to a time
-const std::string& EarlierOther();          // their episodes of other kinds up to a time
-extern const char* const kLastSent;         // our last message to them
-extern const char* const kUnanswered;       // their messages since then
-extern const char* const kThreadCount;      // a thread's messages in a window
-extern const char* const kActiveBlockEnd;   // the latest end of a block open at a time
-const std::string& ActiveBlock();           // the block with that end
-const std::string& BlocksBetween();         // the blocks begun in a span, by start
-}  // namespace triage_sql
 
 }  // namespace cortex

@@ -26,6 +26,7 @@
 #include "core/time.h"
 #include "store/migrations.h"
 #include "store/sql.h"
+#include "store/sql_tx.h"
 #include "store/sqlite_vfs.h"
 #include "store/store.h"
 
@@ -509,11 +510,18 @@ class SqliteStore final : public Store {
         if (!conn.ok()) return conn.status();
         shared_.conn = std::move(*conn);
       }
-      return fn(*NewSqlTx(*shared_.conn));
+      TxState state(*shared_.conn);
+      ReadTx tx(state);
+      return fn(tx);
     }
     auto conn = BeginRead(/*remember=*/false);
     if (!conn.ok()) return conn.status();
-    Status st = fn(*NewSqlTx(**conn));
+    Status st;
+    {
+      TxState state(**conn);
+      ReadTx tx(state);
+      st = fn(tx);
+    }
     Status end = EndRead(std::move(*conn));
     return st.ok() ? end : st;
   }
@@ -705,9 +713,10 @@ class SqliteStore final : public Store {
       Status sp = first ? Status::Ok() : writer_->Run("SAVEPOINT w");
       if (sp.ok()) {
         try {
-          std::unique_ptr<SqlWriteTx> tx = NewSqlTx(*writer_);
-          w->result = (*w->fn)(*tx);
-          if (w->result.ok()) w->result = tx->FinishWrite();
+          TxState state(*writer_);
+          WriteTx tx(state);
+          w->result = (*w->fn)(tx);
+          if (w->result.ok()) w->result = state.FinishWrite();
         } catch (...) {
           w->error = std::current_exception();
           w->result = Status::Internal("write failed");

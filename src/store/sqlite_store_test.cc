@@ -17,7 +17,13 @@
 
 #include "core/suspend.h"
 #include "core/time.h"
-#include "store/sql.h"
+#include "store/entities.h"
+#include "store/episodes.h"
+#include "store/quotas.h"
+#include "store/rules.h"
+#include "store/sql_tx.h"
+#include "store/tokens.h"
+#include "store/workspaces.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -32,7 +38,7 @@ size_t CountWorkspaces(Store& store) {
   size_t n = 0;
   EXPECT_TRUE(store
                   .Read([&](ReadTx& tx) -> Status {
-                    auto all = tx.ListWorkspaces();
+                    auto all = tx.workspaces().List();
                     if (!all.ok()) return all.status();
                     n = all->size();
                     return Status::Ok();
@@ -53,7 +59,7 @@ TEST(GroupCommitTest, ConcurrentWritesCommitOrFailIndependently) {
         int n = t * kEach + i;
         try {
           Status st = store->Write([&](WriteTx& tx) -> Status {
-            CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(n)));
+            CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(MakeWorkspace(n)));
             // Every 5th write fails after writing, every 7th throws: both must leave no row.
             if (n % 5 == 0) return Status::InvalidArgument("refused");
             if (n % 7 == 0) throw std::runtime_error("boom");
@@ -91,15 +97,16 @@ TEST(GroupCommitTest, ConcurrentWritesCommitOrFailIndependently) {
 // A write in a batch sees the writes committed before it, as if they ran one by one.
 TEST(GroupCommitTest, WritesInOneBatchSeeEarlierOnes) {
   testing::TempStore store;
-  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(0)); }).ok());
+  ASSERT_TRUE(
+      store->Write([](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(0)); }).ok());
   std::vector<std::thread> threads;
   std::atomic<int> conflicts{0};
   for (int t = 0; t < 6; ++t) {
     threads.emplace_back([&] {
       Status st = store->Write([&](WriteTx& tx) -> Status {
         // Insert-if-absent: exactly one thread may create ws_1.
-        if (tx.GetWorkspace("ws_1").ok()) return Status::Conflict("exists");
-        return tx.InsertWorkspace(MakeWorkspace(1));
+        if (tx.workspaces().Get("ws_1").ok()) return Status::Conflict("exists");
+        return tx.workspaces().Insert(MakeWorkspace(1));
       });
       if (st.code() == Code::kConflict) conflicts++;
     });
@@ -119,7 +126,7 @@ void WriteBigRows(Store& store, int threads, int per_thread, int first = 0) {
       for (int n = first + t * per_thread; n < first + (t + 1) * per_thread; ++n) {
         Workspace w = MakeWorkspace(n);
         w.name = big + std::to_string(n);
-        EXPECT_TRUE(store.Write([&](WriteTx& tx) { return tx.InsertWorkspace(w); }).ok());
+        EXPECT_TRUE(store.Write([&](WriteTx& tx) { return tx.workspaces().Insert(w); }).ok());
       }
     });
   }
@@ -212,10 +219,11 @@ TEST(GroupCommitTest, ACheckpointHeldBackByAReaderIsTriedAgain) {
 TEST(GroupCommitTest, NoWriteIsAcknowledgedOnceTheLogCannotBeSynced) {
   testing::TempStore store;
   if (store.is_postgres()) GTEST_SKIP() << "SQLite's write-ahead log";
-  ASSERT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(0)); }).ok());
+  ASSERT_TRUE(
+      store->Write([](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(0)); }).ok());
   std::filesystem::remove(store.location() + "/cortex.db-wal");
   for (int n = 1; n <= 3; ++n) {
-    Status st = store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); });
+    Status st = store->Write([&](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(n)); });
     EXPECT_EQ(st.code(), Code::kInternal) << "write " << n;
     EXPECT_NE(st.message().find("write-ahead log"), std::string::npos) << st.message();
     // A file at the log's path again: it could be synced, but the failure stands.
@@ -249,7 +257,8 @@ TEST(GroupCommitTest, AWriteUnderASuspenderIsResumedWithItsOutcome) {
   ASSERT_EQ(Suspender::Current(), &suspender);
   const int expected_suspends = store->SuspendsWrites() ? 1 : 0;
 
-  EXPECT_TRUE(store->Write([](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(1)); }).ok());
+  EXPECT_TRUE(
+      store->Write([](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(1)); }).ok());
   EXPECT_EQ(suspender.suspends, expected_suspends);
   if (expected_suspends) {
     EXPECT_NE(suspender.resumed_on, std::this_thread::get_id());
@@ -257,12 +266,12 @@ TEST(GroupCommitTest, AWriteUnderASuspenderIsResumedWithItsOutcome) {
   EXPECT_EQ(CountWorkspaces(*store), 1u);  // committed before the caller resumed
 
   Status refused = store->Write([](WriteTx& tx) -> Status {
-    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(2)));
+    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(MakeWorkspace(2)));
     return Status::InvalidArgument("refused");
   });
   EXPECT_EQ(refused.code(), Code::kInvalidArgument);
   auto throws = [](WriteTx& tx) -> Status {
-    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(MakeWorkspace(3)));
+    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(MakeWorkspace(3)));
     throw std::runtime_error("boom");
   };
   EXPECT_THROW((void)store->Write(throws), std::runtime_error);
@@ -297,7 +306,7 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
                     for (int n = 0; n < kRows; ++n) {
                       Workspace w = MakeWorkspace(n);
                       w.name = name + std::to_string(n);
-                      CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(w));
+                      CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(w));
                     }
                     return Status::Ok();
                   })
@@ -306,14 +315,16 @@ TEST(GroupCommitTest, AWriteThatChangesMegabytesCommits) {
   for (int t = 0; t < 4; ++t) {
     small.emplace_back([&, t] {
       EXPECT_TRUE(
-          store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(kRows + t)); })
+          store
+              ->Write([&](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(kRows + t)); })
               .ok());
     });
   }
   // Every row rewritten: about a megabyte of pages to keep for a rollback.
   Status big = store->Write([&](WriteTx& tx) -> Status {
     for (int n = 0; n < kRows; ++n) {
-      CORTEX_RETURN_IF_ERROR(tx.SetWorldVersion("ws_" + std::to_string(n), "wv_" + name));
+      CORTEX_RETURN_IF_ERROR(
+          tx.workspaces().SetWorldVersion("ws_" + std::to_string(n), "wv_" + name));
     }
     return Status::Ok();
   });
@@ -326,7 +337,7 @@ WorldCounts CountsOf(Store& store, const std::string& ws) {
   WorldCounts c{-1, -1, -1};
   EXPECT_TRUE(store
                   .Read([&](ReadTx& tx) -> Status {
-                    auto counts = tx.CountWorld(ws);
+                    auto counts = tx.workspaces().Counts(ws);
                     if (!counts.ok()) return counts.status();
                     c = *counts;
                     return Status::Ok();
@@ -344,7 +355,7 @@ TEST(WorldCountsTest, EveryCommittedInsertCountsOnceInItsWorkspace) {
   testing::TempStore store;
   for (int w : {0, 1}) {
     ASSERT_TRUE(
-        store->Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(w)); }).ok());
+        store->Write([&](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(w)); }).ok());
   }
   TimePoint t = *ParseTime("2026-06-10T09:00:00Z");
   constexpr int kThreads = 6, kEach = 30;
@@ -357,10 +368,10 @@ TEST(WorldCountsTest, EveryCommittedInsertCountsOnceInItsWorkspace) {
         std::string ws = MakeWorkspace(w).id, suffix = std::to_string(n);
         try {
           Status st = store->Write([&](WriteTx& tx) -> Status {
-            auto before = tx.CountWorld(ws);
+            auto before = tx.workspaces().Counts(ws);
             if (!before.ok()) return before.status();
             Entity e{"entity_" + suffix, ws, "person", "P" + suffix, {}, {}, t};
-            CORTEX_RETURN_IF_ERROR(tx.InsertEntity(e));
+            CORTEX_RETURN_IF_ERROR(tx.entities().Insert(e));
             for (int k = 0; k < 2; ++k) {
               Episode ep;
               ep.id = "ep_" + suffix + "_" + std::to_string(k);
@@ -372,9 +383,9 @@ TEST(WorldCountsTest, EveryCommittedInsertCountsOnceInItsWorkspace) {
               ep.summary = "hello";
               ep.world_version = "wv_0";
               ep.created_at = t;
-              CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(ep));
+              CORTEX_RETURN_IF_ERROR(tx.episodes().Insert(ep));
             }
-            auto after = tx.CountWorld(ws);
+            auto after = tx.workspaces().Counts(ws);
             if (!after.ok()) return after.status();
             EXPECT_EQ(after->entities, before->entities + 1);
             EXPECT_EQ(after->episodes, before->episodes + 2);
@@ -415,7 +426,7 @@ TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
   testing::TempStore store, other;
   if (store.is_postgres()) GTEST_SKIP() << "PostgreSQL runs each Read() on its own";
   auto insert = [](Store& s, int n) {
-    return s.Write([&](WriteTx& tx) { return tx.InsertWorkspace(MakeWorkspace(n)); });
+    return s.Write([&](WriteTx& tx) { return tx.workspaces().Insert(MakeWorkspace(n)); });
   };
   auto insert_elsewhere = [&](Store& s, int n) {
     std::thread([&] { ASSERT_TRUE(insert(s, n).ok()); }).join();
@@ -455,8 +466,8 @@ TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
   const TokenRecord token{"tok_1", ws.id, "h1", "t", 1, ws.created_at, std::nullopt};
   ASSERT_TRUE(store
                   ->Write([&](WriteTx& tx) -> Status {
-                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
-                    return tx.InsertToken(token);
+                    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));
+                    return tx.tokens().Insert(token);
                   })
                   .ok());
   struct Seen {
@@ -472,10 +483,10 @@ TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
       EXPECT_TRUE(
           store
               ->Read([&](ReadTx& tx) -> Status {
-                auto t = tx.FindTokenByHash("h1");
-                auto w = tx.GetWorkspace(ws.id);
-                auto s = tx.GetSettings(ws.id);
-                auto q = tx.QuotaOverrides(ws.id);
+                auto t = tx.tokens().FindByHash("h1");
+                auto w = tx.workspaces().Get(ws.id);
+                auto s = tx.workspaces().Settings(ws.id);
+                auto q = tx.quotas().Overrides(ws.id);
                 if (!t.ok() || !w.ok() || !s.ok() || !q.ok()) {
                   return Status::Internal("a read failed");
                 }
@@ -495,19 +506,22 @@ TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
     ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().message();
     ASSERT_TRUE(
         (*elsewhere)
-            ->Write([&](WriteTx& tx) { return tx.RevokeToken(ws.id, token.id, ws.created_at); })
+            ->Write([&](WriteTx& tx) { return tx.tokens().Revoke(ws.id, token.id, ws.created_at); })
             .ok());
   }
   EXPECT_TRUE(read().revoked);
 
-  ASSERT_TRUE(
-      store->Write([&](WriteTx& tx) { return tx.SetQuotaOverride(ws.id, "calls_per_minute", 5); })
-          .ok());
+  ASSERT_TRUE(store
+                  ->Write([&](WriteTx& tx) {
+                    return tx.quotas().SetOverride(ws.id, "calls_per_minute", 5);
+                  })
+                  .ok());
   EXPECT_EQ(read().overrides, 1u);
 
   WorkspaceSettings settings;
   settings.utc_offset_minutes = 300;
-  ASSERT_TRUE(store->Write([&](WriteTx& tx) { return tx.SetSettings(ws.id, settings); }).ok());
+  ASSERT_TRUE(
+      store->Write([&](WriteTx& tx) { return tx.workspaces().SetSettings(ws.id, settings); }).ok());
   EXPECT_EQ(read().utc_offset, 300);
 
   store.ExecRaw("UPDATE workspaces SET name = 'renamed' WHERE id = 'ws_1'");
@@ -535,14 +549,14 @@ TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
   };
   ASSERT_TRUE(store
                   ->Write([&](WriteTx& tx) -> Status {
-                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+                    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));
                     for (const Episode& e : {block("ep_long", "10T09:00:00Z", "10T12:00:00Z"),
                                              block("ep_inner", "10T10:00:00Z", "10T11:00:00Z"),
                                              block("ep_early", "10T08:00:00Z", "10T10:30:00Z"),
                                              block("ep_tie_first", "11T09:00:00Z", "11T12:00:00Z"),
                                              block("ep_tie_later", "11T09:30:00Z", "11T12:00:00Z"),
                                              block("ep_too_old", "01T09:00:00Z", "30T09:00:00Z")}) {
-                      CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(e));
+                      CORTEX_RETURN_IF_ERROR(tx.episodes().Insert(e));
                     }
                     return Status::Ok();
                   })
@@ -552,7 +566,8 @@ TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
     EXPECT_TRUE(store
                     ->Read([&](ReadTx& tx) -> Status {
                       TimePoint t = at(when);
-                      auto b = tx.ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
+                      auto b =
+                          tx.episodes().ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
                       if (!b.ok()) return b.status();
                       if (*b) id = (*b)->id;
                       return Status::Ok();
@@ -580,7 +595,8 @@ TEST(ActiveBlockTest, TheLatestEndingBlockOpenAtTheTimeWins) {
                   ->Read([&](ReadTx& tx) -> Status {
                     for (const auto& [when, expected] : cases) {
                       TimePoint t = at(when);
-                      auto b = tx.ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
+                      auto b =
+                          tx.episodes().ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
                       if (!b.ok()) return b.status();
                       EXPECT_EQ(*b ? (*b)->id : "none", expected) << when;
                     }
@@ -616,11 +632,12 @@ TEST(ActiveBlockTest, ATransactionAnswersAsTheDatabaseDoesAfterStoringBlocks) {
   ASSERT_TRUE(
       store
           ->Write([&](WriteTx& tx) -> Status {
-            CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T09:00:00Z", "06-10T12:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("06-10T09:00:00Z", "06-10T12:00:00Z")));
             auto ask = [&](const std::string& when) -> Status {
               TimePoint t = at(when);
-              auto b = tx.ActiveBlockAt(ws.id, t, t - horizon);
+              auto b = tx.episodes().ActiveBlockAt(ws.id, t, t - horizon);
               if (!b.ok()) return b.status();
               seen.emplace_back(when, *b ? (*b)->id : "none");
               return Status::Ok();
@@ -629,18 +646,23 @@ TEST(ActiveBlockTest, ATransactionAnswersAsTheDatabaseDoesAfterStoringBlocks) {
               CORTEX_RETURN_IF_ERROR(ask(when));
             }
             // Stored inside the span read: a later end wins from now on.
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:00:00Z", "06-10T14:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("06-10T10:00:00Z", "06-10T14:00:00Z")));
             // Two ending together: the later begun wins; identical ones, the last stored.
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("06-10T10:20:00Z", "06-10T14:00:00Z")));
             for (const char* when : {"06-10T10:10:00Z", "06-10T10:30:00Z", "06-10T13:30:00Z"}) {
               CORTEX_RETURN_IF_ERROR(ask(when));
             }
             // Outside the span: stored first, then asked about, so the wider span
             // is read with it; then one stored inside the widened span.
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("03-02T08:00:00Z", "03-02T09:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("03-02T08:00:00Z", "03-02T09:00:00Z")));
             CORTEX_RETURN_IF_ERROR(ask("03-02T08:30:00Z"));
-            CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(block("04-15T08:00:00Z", "04-15T09:00:00Z")));
+            CORTEX_RETURN_IF_ERROR(
+                tx.episodes().Insert(block("04-15T08:00:00Z", "04-15T09:00:00Z")));
             for (const char* when : {"04-15T08:59:00Z", "04-15T09:00:00Z", "06-10T13:59:00Z"}) {
               CORTEX_RETURN_IF_ERROR(ask(when));
             }
@@ -658,7 +680,7 @@ TEST(ActiveBlockTest, ATransactionAnswersAsTheDatabaseDoesAfterStoringBlocks) {
     ASSERT_TRUE(store
                     ->Read([&](ReadTx& tx) -> Status {
                       TimePoint t = at(seen[i].first);
-                      auto b = tx.ActiveBlockAt(ws.id, t, t - horizon);
+                      auto b = tx.episodes().ActiveBlockAt(ws.id, t, t - horizon);
                       if (!b.ok()) return b.status();
                       if (*b) fresh = (*b)->id;
                       return Status::Ok();
@@ -681,7 +703,7 @@ TEST(ActiveBlockTest, ASpanOfTooManyBlocksIsLeftToTheDatabase) {
   const TimePoint day = *ParseTime("2026-06-10T00:00:00Z");
   ASSERT_TRUE(store
                   ->Write([&](WriteTx& tx) -> Status {
-                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+                    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));
                     for (int i = 0; i < 2100; ++i) {  // one-minute blocks, two minutes apart
                       Episode e;
                       e.id = "ep_" + std::to_string(10000 + i);
@@ -692,15 +714,16 @@ TEST(ActiveBlockTest, ASpanOfTooManyBlocksIsLeftToTheDatabase) {
                       e.channel = "calendar";
                       e.world_version = "wv_0";
                       e.created_at = ws.created_at;
-                      CORTEX_RETURN_IF_ERROR(tx.InsertEpisode(e));
+                      CORTEX_RETURN_IF_ERROR(tx.episodes().Insert(e));
                     }
                     for (int i : {0, 1000, 2099, 1500}) {
                       TimePoint t = day + std::chrono::minutes(2 * i) + std::chrono::seconds(30);
-                      auto b = tx.ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
+                      auto b =
+                          tx.episodes().ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
                       if (!b.ok()) return b.status();
                       EXPECT_EQ(*b ? (*b)->id : "none", "ep_" + std::to_string(10000 + i));
                       t += std::chrono::seconds(45);  // between two blocks
-                      b = tx.ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
+                      b = tx.episodes().ActiveBlockAt(ws.id, t, t - std::chrono::hours(24 * 7));
                       if (!b.ok()) return b.status();
                       EXPECT_FALSE(*b) << (*b)->id;
                     }
@@ -719,9 +742,9 @@ TEST(RulesOrderTest, ByPositionThenIdWithRulesInForceFirst) {
     r.id = id;
     r.workspace_id = ws.id;
     r.name = id;
-    r.kind = "triage";
+    r.kind = RuleKind::kTriage;
     r.summary = id;
-    r.origin = "user";
+    r.origin = RuleOrigin::kUser;
     r.position = position;
     r.active = active;
     r.created_at = ws.created_at;
@@ -729,11 +752,11 @@ TEST(RulesOrderTest, ByPositionThenIdWithRulesInForceFirst) {
   };
   ASSERT_TRUE(store
                   ->Write([&](WriteTx& tx) -> Status {
-                    CORTEX_RETURN_IF_ERROR(tx.InsertWorkspace(ws));
+                    CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));
                     for (const Rule& r :
                          {rule("rul_B", 2, true), rule("rul_A", 2, true), rule("rul_Z", 1, true),
                           rule("rul_old", 0, false), rule("rul_C", 3, true)}) {
-                      CORTEX_RETURN_IF_ERROR(tx.InsertRule(r));
+                      CORTEX_RETURN_IF_ERROR(tx.rules().Insert(r));
                     }
                     return Status::Ok();
                   })
@@ -742,7 +765,7 @@ TEST(RulesOrderTest, ByPositionThenIdWithRulesInForceFirst) {
     std::vector<std::string> out;
     EXPECT_TRUE(store
                     ->Read([&](ReadTx& tx) -> Status {
-                      auto rules = tx.ListRules(ws.id, active_only);
+                      auto rules = tx.rules().List(ws.id, active_only);
                       if (!rules.ok()) return rules.status();
                       for (const Rule& r : *rules) out.push_back(r.id);
                       return Status::Ok();

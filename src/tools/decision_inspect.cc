@@ -1,5 +1,6 @@
 // decision.inspect: any decision, its reasoning and ledger linkage (seed 003).
 #include "core/time.h"
+#include "store/decisions.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -17,7 +18,7 @@ json DecisionInspectBody(const Decision& d) {
   if (!d.source_episode_ids.empty()) reasoning["source_episode_ids"] = d.source_episode_ids;
   json body = json::object();
   body["decision_id"] = d.id;
-  body["decision_class"] = d.decision_class;
+  body["decision_class"] = Name(d.decision_class);
   body["payload_summary"] = d.payload_summary;
   body["reasoning"] = std::move(reasoning);
   body["occurred_at"] = FormatTime(d.occurred_at);
@@ -67,7 +68,7 @@ ToolDef DecisionInspectTool() {
         const std::string id = args.at("decision_id");
         json body;
         Status st = ctx.store.Read([&](ReadTx& tx) {
-          auto d = tx.GetDecision(ctx.auth.workspace_id, id);
+          auto d = tx.decisions().Get(ctx.auth.workspace_id, id);
           if (!d.ok()) return d.status();
           body = DecisionInspectBody(*d);
           return Status::Ok();

@@ -5,6 +5,7 @@
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
+#include "store/decisions.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -15,9 +16,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kDefaultPageSize = 20;
-
-const char* const kStatuses[] = {"recorded", "pending",   "approved", "rejected", "expired",
-                                 "executed", "delivered", "failed",   "refused"};
 
 // A cursor is "<last decision id>.<8 hex of the filter's hash>": it only continues the
 // query it came from.
@@ -32,8 +30,8 @@ std::string FilterHash(const json& args) {
 
 ToolDef DecisionListTool() {
   json classes = json::array(), statuses = json::array();
-  for (const char* c : kDecisionClasses) classes.push_back(c);
-  for (const char* s : kStatuses) statuses.push_back(s);
+  for (DecisionClass c : AllOf<DecisionClass>()) classes.push_back(Name(c));
+  for (DecisionStatus s : AllOf<DecisionStatus>()) statuses.push_back(Name(s));
   json item = {{"type", "object"},
                {"required",
                 {"decision_id", "decision_class", "status", "payload_summary", "confidence",
@@ -88,8 +86,13 @@ ToolDef DecisionListTool() {
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         DecisionFilter filter;
-        if (args.contains("decision_class")) filter.decision_class = args["decision_class"];
-        if (args.contains("status")) filter.status = args["status"];
+        // (Both checked against their enums by the input schema.)
+        if (args.contains("decision_class")) {
+          filter.decision_class = Parse<DecisionClass>(args["decision_class"].get<std::string>());
+        }
+        if (args.contains("status")) {
+          filter.status = Parse<DecisionStatus>(args["status"].get<std::string>());
+        }
         std::optional<TimePoint> since, until;
         for (const char* field : {"since", "until"}) {
           if (!args.contains(field)) continue;
@@ -132,14 +135,14 @@ ToolDef DecisionListTool() {
             filter.entity_id = who->id;
           }
           // One extra row says whether there is a next page.
-          auto rows = tx.ListDecisions(ctx.auth.workspace_id, filter, limit + 1);
+          auto rows = tx.decisions().List(ctx.auth.workspace_id, filter, limit + 1);
           if (!rows.ok()) return rows.status();
           json items = json::array();
           for (int i = 0; i < static_cast<int>(rows->size()) && i < limit; ++i) {
             const Decision& d = (*rows)[i];
             json item = {{"decision_id", d.id},
-                         {"decision_class", d.decision_class},
-                         {"status", d.status},
+                         {"decision_class", Name(d.decision_class)},
+                         {"status", Name(d.status)},
                          {"payload_summary", d.payload_summary},
                          {"confidence", d.confidence},
                          {"occurred_at", FormatTime(d.occurred_at)},

@@ -1,4 +1,5 @@
 // meta.why_this_action: provenance of an action, from the action ledger alone (seed 002).
+#include "store/ledger.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -45,7 +46,7 @@ ToolDef WhyThisActionTool() {
         const std::string id = args.at("action_id");
         json body;
         Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
-          auto entries = tx.ListActionLedger(ctx.auth.workspace_id, id);
+          auto entries = tx.ledger().ListForAction(ctx.auth.workspace_id, id);
           if (!entries.ok()) return entries.status();
           if (entries->empty()) return Status::NotFound("no action " + id);
           const json& p = entries->front().provenance;

@@ -1,5 +1,7 @@
 // meta.why_this_notification: the triage class of a notification and why (seed 001).
 // Read back from the triage decision; no model is called.
+#include "store/decisions.h"
+#include "store/notifications.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -49,12 +51,12 @@ ToolDef WhyThisNotificationTool() {
         const std::string id = args.at("notification_id");
         json body;
         Status st = ctx.store.Read([&](ReadTx& tx) {
-          auto n = tx.GetNotification(ctx.auth.workspace_id, id);
+          auto n = tx.notifications().Get(ctx.auth.workspace_id, id);
           if (!n.ok()) return n.status();
-          auto d = tx.GetDecision(ctx.auth.workspace_id, n->decision_id);
+          auto d = tx.decisions().Get(ctx.auth.workspace_id, n->decision_id);
           if (!d.ok()) return d.status();
           body = {{"notification_id", n->id},
-                  {"triage_class", n->triage_class},
+                  {"triage_class", Name(n->triage_class)},
                   {"rule_summary", d->rule_summary.value_or("")},
                   {"confidence", d->confidence},
                   {"contributing_signals", d->Details().value("signals", json::array())},

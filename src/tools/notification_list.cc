@@ -3,6 +3,8 @@
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/signals.h"
+#include "store/notifications.h"
+#include "store/workspaces.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -86,31 +88,31 @@ ToolDef NotificationListTool() {
             return out;
           };
           auto due =
-              tx.ListNotifications(ws, std::nullopt, since, as_of, limit, /*newest_first=*/true);
+              tx.notifications().List(ws, std::nullopt, since, as_of, limit, /*newest_first=*/true);
           if (!due.ok()) return due.status();
           auto due_json = views(*due);
           if (!due_json.ok()) return due_json.status();
 
           json next = nullptr;
-          auto first = tx.ListNotifications(ws, std::string("surface_at_transition"), as_of,
-                                            std::nullopt, 1, /*newest_first=*/false);
+          auto first = tx.notifications().List(ws, TriageClass::kSurfaceAtTransition, as_of,
+                                               std::nullopt, 1, /*newest_first=*/false);
           if (!first.ok()) return first.status();
           if (!first->empty()) {
             TimePoint at = *(*first)[0].surface_at;
-            auto batch = tx.ListNotifications(ws, std::string("surface_at_transition"),
-                                              at - std::chrono::milliseconds(1), at, limit,
-                                              /*newest_first=*/false);
+            auto batch = tx.notifications().List(ws, TriageClass::kSurfaceAtTransition,
+                                                 at - std::chrono::milliseconds(1), at, limit,
+                                                 /*newest_first=*/false);
             if (!batch.ok()) return batch.status();
             auto batch_json = views(*batch);
             if (!batch_json.ok()) return batch_json.status();
             next = {{"at", FormatTime(at)}, {"notifications", *batch_json}};
           }
 
-          auto settings = tx.GetSettings(ws);
+          auto settings = tx.workspaces().Settings(ws);
           if (!settings.ok()) return settings.status();
           TimePoint digest_at = NextDigest(as_of, *settings);
-          auto digest = tx.ListNotifications(ws, std::string("daily_digest"), as_of, digest_at,
-                                             limit, /*newest_first=*/false);
+          auto digest = tx.notifications().List(ws, TriageClass::kDailyDigest, as_of, digest_at,
+                                                limit, /*newest_first=*/false);
           if (!digest.ok()) return digest.status();
           auto digest_json = views(*digest);
           if (!digest_json.ok()) return digest_json.status();

@@ -1,6 +1,8 @@
 #include "tools/read_tools.h"
 
 #include "core/time.h"
+#include "store/entities.h"
+#include "store/episodes.h"
 
 namespace cortex {
 
@@ -17,16 +19,16 @@ json TimeSchema(const std::string& description) {
 }
 
 Result<json> NotificationView(ReadTx& tx, const Notification& n) {
-  auto ep = tx.GetEpisode(n.workspace_id, n.episode_id);
+  auto ep = tx.episodes().Get(n.workspace_id, n.episode_id);
   if (!ep.ok()) return ep.status();
   json who = nullptr;
   if (n.entity_id) {
-    auto e = tx.GetEntity(n.workspace_id, *n.entity_id);
+    auto e = tx.entities().Get(n.workspace_id, *n.entity_id);
     if (!e.ok()) return e.status();
     who = {{"entity_id", e->id}, {"name", e->name}, {"tags", e->tags}};
   }
   return json{{"notification_id", n.id},
-              {"triage_class", n.triage_class},
+              {"triage_class", Name(n.triage_class)},
               {"surface_at", n.surface_at ? json(FormatTime(*n.surface_at)) : json(nullptr)},
               {"occurred_at", FormatTime(ep->occurred_at)},
               {"counterparty", who},

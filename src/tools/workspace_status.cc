@@ -1,5 +1,6 @@
 // workspace.status: which workspace this token sees, its versions and the size of its world.
 #include "core/time.h"
+#include "store/workspaces.h"
 #include "tools/cortex_tools.h"
 
 namespace cortex {
@@ -33,9 +34,9 @@ ToolDef WorkspaceStatusTool() {
       .handler = [](ToolContext& ctx, const json&) -> ToolReply {
         json body;
         Status st = ctx.store.Read([&](ReadTx& tx) {
-          auto ws = tx.GetWorkspace(ctx.auth.workspace_id);
+          auto ws = tx.workspaces().Get(ctx.auth.workspace_id);
           if (!ws.ok()) return ws.status();
-          auto counts = tx.CountWorld(ws->id);
+          auto counts = tx.workspaces().Counts(ws->id);
           if (!counts.ok()) return counts.status();
           json scopes = json::array();
           for (Scope s : {kScopeRead, kScopeAct, kScopeAdmin}) {

@@ -1,0 +1,177 @@
+#include <algorithm>
+
+#include "core/json_text.h"
+#include "store/decisions.h"
+#include "store/sql_tx.h"
+
+namespace cortex {
+
+namespace {
+constexpr const char* kDecisionSelect =
+    "SELECT id, workspace_id, class, status, occurred_at, entity_id, payload_summary, rule_id,"
+    " rule_summary, confidence, trace_id, agent_version, world_version, source_episode_ids,"
+    " details, notification_id, triage_decision_id, ledger_entry_id FROM decisions";
+
+Decision DecisionRow(const Stmt& s) {
+  Decision d;
+  d.id = s.Text(0);
+  d.workspace_id = s.Text(1);
+  d.decision_class = s.As<DecisionClass>(2);
+  d.status = s.As<DecisionStatus>(3);
+  d.occurred_at = s.Time(4);
+  d.entity_id = s.OptText(5);
+  d.payload_summary = s.Text(6);
+  d.rule_id = s.OptText(7);
+  d.rule_summary = s.OptText(8);
+  d.confidence = s.Text(9);
+  d.trace_id = s.Text(10);
+  d.agent_version = s.Text(11);
+  d.world_version = s.Text(12);
+  d.source_episode_ids = ParseStoredJson(s.Text(13)).get<std::vector<std::string>>();
+  d.details_json = s.Text(14);
+  d.notification_id = s.OptText(15);
+  d.triage_decision_id = s.OptText(16);
+  d.ledger_entry_id = s.OptText(17);
+  return d;
+}
+}  // namespace
+
+Result<Decision> DecisionsReader::Get(const std::string& ws, const std::string& id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  static const std::string sql =
+      kDecisionSelect + std::string(" WHERE id = ? AND workspace_id = ?");
+  Stmt s = s_.conn.Prepare(sql);
+  s.Bind(1, id).Bind(2, ws);
+  return OneRow(s, "no decision " + id, DecisionRow);
+}
+
+Result<std::vector<Decision>> DecisionsReader::List(const std::string& ws, const DecisionFilter& f,
+                                                    int limit) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  std::vector<Decision> out;
+  if (!f.decision_class && (f.entity_id || !f.status)) {
+    // Decisions of any class, of a counterparty or of the whole workspace: the newest of
+    // each class (a range of decisions_by_entity_class or decisions_by_class apiece),
+    // merged, rather than indexes of their own (migration 10).
+    for (DecisionClass cls : AllOf<DecisionClass>()) {
+      // (Not the classes that never have the status asked: their range would be walked
+      // to its end, row by row, to find nothing.)
+      if (f.status && !DecisionClassMayHaveStatus(cls, *f.status)) continue;
+      CORTEX_RETURN_IF_ERROR(Append(ws, f, cls, limit, out));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const Decision& a, const Decision& b) { return a.id > b.id; });
+    if (out.size() > static_cast<size_t>(limit)) out.resize(limit);
+    return out;
+  }
+  if (f.decision_class && f.status) {
+    // A class never has the statuses DecisionClassMayHaveStatus rules out (nothing to
+    // walk a range for), and every class but proposals has one status only: the class's
+    // range alone answers.
+    if (!DecisionClassMayHaveStatus(*f.decision_class, *f.status)) return out;
+    if (*f.decision_class != DecisionClass::kActionProposed) {
+      DecisionFilter by_class = f;
+      by_class.status.reset();
+      CORTEX_RETURN_IF_ERROR(Append(ws, by_class, f.decision_class, limit, out));
+      return out;
+    }
+  }
+  CORTEX_RETURN_IF_ERROR(Append(ws, f, f.decision_class, limit, out));
+  return out;
+}
+
+Status DecisionsReader::Append(const std::string& ws, const DecisionFilter& f,
+                               const std::optional<DecisionClass>& cls, int limit,
+                               std::vector<Decision>& out) {
+  std::string sql = kDecisionSelect + std::string(" WHERE workspace_id = ?");
+  if (cls) sql += " AND class = ?";
+  if (f.status) sql += " AND status = ?";
+  if (f.entity_id) sql += " AND entity_id = ?";
+  if (f.min_id) sql += " AND id >= ?";
+  if (f.max_id) sql += " AND id < ?";
+  sql += " ORDER BY id DESC LIMIT ?";
+  Stmt s = s_.conn.Prepare(sql);
+  int i = 1;
+  s.Bind(i++, ws);
+  if (cls) s.Bind(i++, *cls);
+  if (f.status) s.Bind(i++, *f.status);
+  if (f.entity_id) s.Bind(i++, *f.entity_id);
+  if (f.min_id) s.Bind(i++, *f.min_id);
+  if (f.max_id) s.Bind(i++, *f.max_id);
+  s.Bind(i++, static_cast<int64_t>(limit));
+  Status st;
+  while (s.Step(&st)) out.push_back(DecisionRow(s));
+  return st;
+}
+
+Result<std::vector<TriageLink>> DecisionsReader::RecentTriage(const std::string& ws,
+                                                              const std::string& entity_id,
+                                                              const std::string& min_id,
+                                                              int limit) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, rule_id, rule_summary, confidence, source_episode_ids, details"
+      " FROM decisions WHERE workspace_id = ? AND entity_id = ? AND class = 'triage'"
+      " AND id >= ? ORDER BY id DESC LIMIT ?");
+  s.Bind(1, ws).Bind(2, entity_id).Bind(3, min_id).Bind(4, static_cast<int64_t>(limit));
+  return AllRows(s, [](const Stmt& r) {
+    TriageLink t;
+    t.decision_id = r.Text(0);
+    t.rule_id = r.OptText(1);
+    t.rule_summary = r.OptText(2);
+    t.confidence = r.Text(3);
+    t.source_episode_ids = ParseStoredJson(r.Text(4)).get<std::vector<std::string>>();
+    t.triage_class = Parse<TriageClass>(ParseStoredJson(r.Text(5)).value("triage_class", ""));
+    return t;
+  });
+}
+
+Status DecisionsWriter::Insert(const Decision& d) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(d.workspace_id));
+  if (!DecisionClassMayHaveStatus(d.decision_class, d.status)) {
+    return Status::Internal("a " + std::string(Name(d.decision_class)) + " decision cannot be " +
+                            std::string(Name(d.status)));
+  }
+  std::string sources = DumpJson(nlohmann::json(d.source_episode_ids));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO decisions (id, workspace_id, class, status, occurred_at, entity_id,"
+      " payload_summary, rule_id, rule_summary, confidence, trace_id, agent_version,"
+      " world_version, source_episode_ids, details, notification_id, triage_decision_id,"
+      " ledger_entry_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  return s.Bind(1, d.id)
+      .Bind(2, d.workspace_id)
+      .Bind(3, d.decision_class)
+      .Bind(4, d.status)
+      .Bind(5, d.occurred_at)
+      .Bind(6, d.entity_id)
+      .Bind(7, d.payload_summary)
+      .Bind(8, d.rule_id)
+      .Bind(9, d.rule_summary)
+      .Bind(10, d.confidence)
+      .Bind(11, d.trace_id)
+      .Bind(12, d.agent_version)
+      .Bind(13, d.world_version)
+      .Bind(14, sources)
+      .Bind(15, d.details_json)
+      .Bind(16, d.notification_id)
+      .Bind(17, d.triage_decision_id)
+      .Bind(18, d.ledger_entry_id)
+      .Run();
+}
+
+Status DecisionsWriter::SetStatus(const std::string& ws, const std::string& id,
+                                  DecisionStatus status) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // Only a proposal's status moves (DecisionClassMayHaveStatus).
+  if (!DecisionClassMayHaveStatus(DecisionClass::kActionProposed, status)) {
+    return Status::Internal("a decision cannot become " + std::string(Name(status)));
+  }
+  Stmt s = s_.conn.Prepare(
+      "UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?"
+      " AND class = 'action_proposed'");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, status).Bind(2, id).Bind(3, ws).Run());
+  return s_.conn.Changes() == 1 ? Status::Ok()
+                                : Status::Internal("no proposal " + id + " in workspace");
+}
+
+}  // namespace cortex

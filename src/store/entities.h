@@ -1,0 +1,39 @@
+// The entities area: counterparties, with their identifiers and tags.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "store/model.h"
+#include "store/tx.h"
+
+namespace cortex {
+
+class EntitiesReader {
+ public:
+  explicit EntitiesReader(TxState& s) : s_(s) {}
+  Result<Entity> Get(const std::string& ws, const std::string& entity_id);
+  // REQUIRES: `identifier` is normalised (see NormalizeIdentifier).
+  Result<Entity> FindByIdentifier(const std::string& ws, const std::string& identifier);
+
+ protected:
+  // Fills e->identifiers and e->tags.
+  Status LoadDetails(Entity* e);
+  TxState& s_;
+};
+
+class EntitiesWriter : public EntitiesReader {
+ public:
+  using EntitiesReader::EntitiesReader;
+  // Inserts the entity with its identifiers and tags. Conflict if an identifier is taken.
+  Status Insert(const Entity& e);
+  Status AddIdentifier(const std::string& ws, const std::string& entity_id,
+                       const std::string& identifier);
+  Status AddTag(const std::string& ws, const std::string& entity_id, const std::string& tag);
+  Status SetName(const std::string& ws, const std::string& entity_id, const std::string& name);
+};
+
+inline EntitiesReader ReadTx::entities() const { return EntitiesReader(s_); }
+inline EntitiesWriter WriteTx::entities() const { return EntitiesWriter(s_); }
+
+}  // namespace cortex

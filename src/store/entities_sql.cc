@@ -1,0 +1,92 @@
+#include <algorithm>
+
+#include "store/entities.h"
+#include "store/sql_tx.h"
+
+namespace cortex {
+
+Result<Entity> EntitiesReader::Get(const std::string& ws, const std::string& entity_id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, workspace_id, kind, name, created_at FROM entities "
+      "WHERE workspace_id = ? AND id = ?");
+  s.Bind(1, ws).Bind(2, entity_id);
+  auto e = OneRow(s, "no entity " + entity_id, [](const Stmt& r) {
+    return Entity{r.Text(0), r.Text(1), r.Text(2), r.Text(3), {}, {}, r.Time(4)};
+  });
+  if (e.ok()) CORTEX_RETURN_IF_ERROR(LoadDetails(&*e));
+  return e;
+}
+
+Result<Entity> EntitiesReader::FindByIdentifier(const std::string& ws,
+                                                const std::string& identifier) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT entity_id FROM entity_identifiers WHERE workspace_id = ? AND identifier = ?");
+  s.Bind(1, ws).Bind(2, identifier);
+  auto id = OneRow(s, "no entity with identifier '" + identifier + "'",
+                   [](const Stmt& r) { return r.Text(0); });
+  if (!id.ok()) return id.status();
+  return Get(ws, *id);
+}
+
+Status EntitiesReader::LoadDetails(Entity* e) {
+  // Sorted here: the index on entity_id orders identifiers only within a workspace, which
+  // this look-up does not name, so an ORDER BY would sort them in a temporary b-tree.
+  Stmt ids = s_.conn.Prepare("SELECT identifier FROM entity_identifiers WHERE entity_id = ?");
+  ids.Bind(1, e->id);
+  Status st;
+  while (ids.Step(&st)) e->identifiers.push_back(ids.Text(0));
+  CORTEX_RETURN_IF_ERROR(st);
+  std::sort(e->identifiers.begin(), e->identifiers.end());
+  Stmt tags = s_.conn.Prepare("SELECT tag FROM entity_tags WHERE entity_id = ? ORDER BY tag");
+  tags.Bind(1, e->id);
+  while (tags.Step(&st)) e->tags.push_back(tags.Text(0));
+  return st;
+}
+
+Status EntitiesWriter::Insert(const Entity& e) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(e.workspace_id));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO entities (id, workspace_id, kind, name, created_at) VALUES (?, ?, ?, ?, ?)");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, e.id)
+                             .Bind(2, e.workspace_id)
+                             .Bind(3, e.kind)
+                             .Bind(4, e.name)
+                             .Bind(5, e.created_at)
+                             .Run());
+  ++s_.uncounted[e.workspace_id].entities;
+  for (const std::string& ident : e.identifiers) {
+    CORTEX_RETURN_IF_ERROR(AddIdentifier(e.workspace_id, e.id, ident));
+  }
+  for (const std::string& tag : e.tags) CORTEX_RETURN_IF_ERROR(AddTag(e.workspace_id, e.id, tag));
+  return Status::Ok();
+}
+
+Status EntitiesWriter::AddIdentifier(const std::string& ws, const std::string& entity_id,
+                                     const std::string& identifier) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO entity_identifiers (workspace_id, identifier, entity_id) VALUES (?, ?, ?)");
+  return s.Bind(1, ws).Bind(2, identifier).Bind(3, entity_id).Run();
+}
+
+Status EntitiesWriter::AddTag(const std::string& ws, const std::string& entity_id,
+                              const std::string& tag) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // The workspace check keeps a caller from tagging another workspace's entity.
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO entity_tags (entity_id, tag) "
+      "SELECT id, CAST(? AS TEXT) FROM entities WHERE workspace_id = ? AND id = ?"
+      " ON CONFLICT DO NOTHING");
+  return s.Bind(1, tag).Bind(2, ws).Bind(3, entity_id).Run();
+}
+
+Status EntitiesWriter::SetName(const std::string& ws, const std::string& entity_id,
+                               const std::string& name) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare("UPDATE entities SET name = ? WHERE workspace_id = ? AND id = ?");
+  return s.Bind(1, name).Bind(2, ws).Bind(3, entity_id).Run();
+}
+
+}  // namespace cortex

@@ -1,0 +1,64 @@
+// The episodes area: observed events (never edited, only added), and the look-ups triage
+// makes over them for every message.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "store/model.h"
+#include "store/tx.h"
+
+namespace cortex {
+
+class EpisodesReader {
+ public:
+  explicit EpisodesReader(TxState& s) : s_(s) {}
+  Result<Episode> Get(const std::string& ws, const std::string& episode_id);
+  // The id, summary and time of episode `episode_id` (its body stays unread).
+  Result<EpisodeSummary> GetSummary(const std::string& ws, const std::string& episode_id);
+  Result<Episode> FindByExternalId(const std::string& ws, const std::string& external_id);
+  Result<bool> ExternalIdExists(const std::string& ws, const std::string& external_id);
+
+  // The calendar block covering instant `t`, if any: started at or before `t` (and after
+  // `earliest_start`), ending after `t`. The latest-ending one wins.
+  Result<std::optional<Episode>> ActiveBlockAt(const std::string& ws, TimePoint t,
+                                               TimePoint earliest_start);
+
+  // The stored episodes with a counterparty up to instant `t` (the one being triaged is
+  // not stored yet, so every one counts; no row needs reading past the index).
+  struct History {
+    bool any_earlier = false;  // any episode with this counterparty at or before `t`
+    int64_t unanswered = 0;    // their messages since our last message to them (and since
+                               // `awaiting_since`), up to `t` (counted up to 100)
+    std::optional<TimePoint> first_unanswered_at;
+  };
+  Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
+                                      TimePoint t, TimePoint awaiting_since);
+  // Stored episodes in `thread` with occurred_at in [from, to] (counted up to 100).
+  Result<int64_t> CountInThread(const std::string& ws, const std::string& thread, TimePoint from,
+                                TimePoint to);
+
+ protected:
+  TxState& s_;
+
+ private:
+  Result<std::optional<Episode>> ActiveBlockInDatabase(const std::string& ws, TimePoint t,
+                                                       TimePoint earliest_start);
+  Status ReadBlocks(const std::string& ws, TimePoint from, TimePoint to,
+                    std::vector<Episode>* rows);
+  Status WidenBlocks(const std::string& ws, TimePoint from, TimePoint to);
+};
+
+class EpisodesWriter : public EpisodesReader {
+ public:
+  using EpisodesReader::EpisodesReader;
+  Status Insert(const Episode& e);
+};
+
+inline EpisodesReader ReadTx::episodes() const { return EpisodesReader(s_); }
+inline EpisodesWriter WriteTx::episodes() const { return EpisodesWriter(s_); }
+
+}  // namespace cortex

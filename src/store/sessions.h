@@ -1,0 +1,43 @@
+// The sessions area: MCP sessions of the 2025-11-25 era (Mcp-Session-Id), kept in the store
+// so that any instance can serve them. Sessions take no workspace lock: opening or ending
+// one never waits behind a long write to the workspace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "store/model.h"
+#include "store/tx.h"
+
+namespace cortex {
+
+class SessionsReader {
+ public:
+  explicit SessionsReader(TxState& s) : s_(s) {}
+  // Session `id` of any workspace (the caller compares its workspace).
+  Result<std::optional<McpSession>> Get(const std::string& id);
+  // Sessions used at or after `since`.
+  Result<int64_t> Count(TimePoint since);
+
+ protected:
+  TxState& s_;
+};
+
+class SessionsWriter : public SessionsReader {
+ public:
+  using SessionsReader::SessionsReader;
+  Status Insert(const McpSession& s);
+  Status Touch(const std::string& id, TimePoint at);
+  // False if `ws` has no session `id`.
+  Result<bool> Delete(const std::string& ws, const std::string& id);
+  // Forgets sessions last used before `before`.
+  Status DeleteIdle(TimePoint before);
+};
+
+inline SessionsReader ReadTx::sessions() const { return SessionsReader(s_); }
+inline SessionsWriter WriteTx::sessions() const { return SessionsWriter(s_); }
+
+}  // namespace cortex

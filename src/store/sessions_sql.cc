@@ -1,0 +1,49 @@
+#include "store/sessions.h"
+#include "store/sql_tx.h"
+
+namespace cortex {
+
+Result<std::optional<McpSession>> SessionsReader::Get(const std::string& id) {
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, workspace_id, created_at, last_used FROM mcp_sessions WHERE id = ?");
+  s.Bind(1, id);
+  Status st;
+  if (!s.Step(&st)) {
+    if (!st.ok()) return st;
+    return std::optional<McpSession>();
+  }
+  return std::optional(McpSession{s.Text(0), s.Text(1), s.Time(2), s.Time(3)});
+}
+
+Result<int64_t> SessionsReader::Count(TimePoint since) {
+  Stmt s = s_.conn.Prepare("SELECT count(*) FROM mcp_sessions WHERE last_used >= ?");
+  s.Bind(1, since);
+  Status st;
+  int64_t n = s.Step(&st) ? s.Int(0) : 0;
+  CORTEX_RETURN_IF_ERROR(st);
+  return n;
+}
+
+Status SessionsWriter::Insert(const McpSession& m) {
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used) VALUES (?, ?, ?, ?)");
+  return s.Bind(1, m.id).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
+}
+
+Status SessionsWriter::Touch(const std::string& id, TimePoint at) {
+  Stmt s = s_.conn.Prepare("UPDATE mcp_sessions SET last_used = ? WHERE id = ? AND last_used < ?");
+  return s.Bind(1, at).Bind(2, id).Bind(3, at).Run();
+}
+
+Result<bool> SessionsWriter::Delete(const std::string& ws, const std::string& id) {
+  Stmt s = s_.conn.Prepare("DELETE FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, id).Bind(2, ws).Run());
+  return s_.conn.Changes() == 1;
+}
+
+Status SessionsWriter::DeleteIdle(TimePoint before) {
+  Stmt s = s_.conn.Prepare("DELETE FROM mcp_sessions WHERE last_used < ?");
+  return s.Bind(1, before).Run();
+}
+
+}  // namespace cortex

@@ -1,0 +1,213 @@
+// The states and kinds the model stores as text, as enums: each has one table of spellings
+// (how it is stored and how it reads on the wire), and an action's legal moves are written
+// once, here, for the engine, the store and docs/actions.md alike.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace cortex {
+
+// An action's state. Its life: docs/actions.md, and kActionMoves below.
+enum class ActionStatus { kPending, kExecuted, kDelivered, kFailed, kRejected, kExpired, kRefused };
+
+// One row of the action ledger records one of these.
+enum class LedgerEvent {
+  kProposed,
+  kApproved,
+  kRejected,
+  kExpired,
+  kExecuted,
+  kDelivered,
+  kFailed,
+  kRefused
+};
+
+enum class DecisionClass { kTriage, kActionProposed, kRuleFired, kTrustTransition };
+
+// A proposal (action_proposed) follows its action's status; every other decision is
+// `recorded` and stays so. (`approved` is never stored: an approved action is executed at
+// once. It stays a status decision.list accepts, as it always has.)
+enum class DecisionStatus {
+  kRecorded,
+  kPending,
+  kApproved,
+  kRejected,
+  kExpired,
+  kExecuted,
+  kDelivered,
+  kFailed,
+  kRefused
+};
+
+enum class TriageClass { kInterruptNow, kSurfaceAtTransition, kDailyDigest, kHandleSilently };
+
+enum class RuleKind { kTriage, kAction };
+enum class RuleOrigin { kUser, kLearned };
+
+enum class OutboxStatus { kPending, kDelivered, kFailed };
+
+// The spellings of each enum, in the order of its values.
+template <typename E>
+struct Spellings;
+template <>
+struct Spellings<ActionStatus> {
+  static constexpr std::array<std::string_view, 7> kNames = {
+      "pending", "executed", "delivered", "failed", "rejected", "expired", "refused"};
+};
+template <>
+struct Spellings<LedgerEvent> {
+  static constexpr std::array<std::string_view, 8> kNames = {
+      "proposed", "approved", "rejected", "expired", "executed", "delivered", "failed", "refused"};
+};
+template <>
+struct Spellings<DecisionClass> {
+  static constexpr std::array<std::string_view, 4> kNames = {"triage", "action_proposed",
+                                                             "rule_fired", "trust_transition"};
+};
+template <>
+struct Spellings<DecisionStatus> {
+  static constexpr std::array<std::string_view, 9> kNames = {"recorded",  "pending", "approved",
+                                                             "rejected",  "expired", "executed",
+                                                             "delivered", "failed",  "refused"};
+};
+template <>
+struct Spellings<TriageClass> {
+  static constexpr std::array<std::string_view, 4> kNames = {
+      "interrupt_now", "surface_at_transition", "daily_digest", "handle_silently"};
+};
+template <>
+struct Spellings<RuleKind> {
+  static constexpr std::array<std::string_view, 2> kNames = {"triage", "action"};
+};
+template <>
+struct Spellings<RuleOrigin> {
+  static constexpr std::array<std::string_view, 2> kNames = {"user", "learned"};
+};
+template <>
+struct Spellings<OutboxStatus> {
+  static constexpr std::array<std::string_view, 3> kNames = {"pending", "delivered", "failed"};
+};
+
+template <typename E>
+concept State = requires {
+  Spellings<E>::kNames;
+};
+
+// How `e` is stored and reads on the wire. The text lives as long as the program.
+template <State E>
+constexpr std::string_view Name(E e) {
+  return Spellings<E>::kNames[static_cast<size_t>(e)];
+}
+
+// Every value of `E`, in order.
+template <State E>
+constexpr auto AllOf() {
+  std::array<E, Spellings<E>::kNames.size()> out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<E>(i);
+  return out;
+}
+
+// The value spelled `text`, if any.
+template <State E>
+constexpr std::optional<E> Parse(std::string_view text) {
+  for (size_t i = 0; i < Spellings<E>::kNames.size(); ++i) {
+    if (Spellings<E>::kNames[i] == text) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+// The value a stored row spells; throws std::runtime_error on a spelling no value has (a
+// row not written by Cortex), as a stored JSON text that does not parse does.
+template <State E>
+E ParseStored(std::string_view text) {
+  if (auto e = Parse<E>(text)) return *e;
+  throw std::runtime_error("unknown stored state '" + std::string(text) + "'");
+}
+
+template <State E>
+std::ostream& operator<<(std::ostream& os, E e) {
+  return os << Name(e);
+}
+
+// --- An action's life ---
+
+// Every move an action's status may make after it was created. A new action starts pending
+// (trust levels 1 and 2), executed (level 3) or refused (level 0).
+struct ActionMove {
+  ActionStatus from;
+  ActionStatus to;
+  std::string_view when;  // for docs and errors
+};
+inline constexpr std::array<ActionMove, 5> kActionMoves = {{
+    {ActionStatus::kPending, ActionStatus::kExecuted,
+     "a person approved it, or its undo window passed (level 2)"},
+    {ActionStatus::kPending, ActionStatus::kRejected,
+     "a person rejected it (at level 2, within its undo window: the undo)"},
+    {ActionStatus::kPending, ActionStatus::kExpired, "not approved before it expired (level 1)"},
+    {ActionStatus::kExecuted, ActionStatus::kDelivered, "the connector delivered it"},
+    {ActionStatus::kExecuted, ActionStatus::kFailed, "every delivery attempt failed"},
+}};
+
+constexpr bool IsLegalMove(ActionStatus from, ActionStatus to) {
+  for (const ActionMove& m : kActionMoves) {
+    if (m.from == from && m.to == to) return true;
+  }
+  return false;
+}
+
+// The status a proposal's decision has while its action has `s`.
+constexpr DecisionStatus DecisionStatusOf(ActionStatus s) {
+  switch (s) {
+    case ActionStatus::kPending:
+      return DecisionStatus::kPending;
+    case ActionStatus::kExecuted:
+      return DecisionStatus::kExecuted;
+    case ActionStatus::kDelivered:
+      return DecisionStatus::kDelivered;
+    case ActionStatus::kFailed:
+      return DecisionStatus::kFailed;
+    case ActionStatus::kRejected:
+      return DecisionStatus::kRejected;
+    case ActionStatus::kExpired:
+      return DecisionStatus::kExpired;
+    case ActionStatus::kRefused:
+      return DecisionStatus::kRefused;
+  }
+  return DecisionStatus::kRecorded;
+}
+
+// The ledger event that records an action's arrival in status `s` (a pending action's is
+// `proposed`).
+constexpr LedgerEvent LedgerEventOf(ActionStatus s) {
+  switch (s) {
+    case ActionStatus::kPending:
+      return LedgerEvent::kProposed;
+    case ActionStatus::kExecuted:
+      return LedgerEvent::kExecuted;
+    case ActionStatus::kDelivered:
+      return LedgerEvent::kDelivered;
+    case ActionStatus::kFailed:
+      return LedgerEvent::kFailed;
+    case ActionStatus::kRejected:
+      return LedgerEvent::kRejected;
+    case ActionStatus::kExpired:
+      return LedgerEvent::kExpired;
+    case ActionStatus::kRefused:
+      return LedgerEvent::kRefused;
+  }
+  return LedgerEvent::kProposed;
+}
+
+// Whether a decision of class `cls` can have status `status`: a counterparty's decisions of
+// one status are read only in the classes that can have it, so the store keeps to this.
+constexpr bool DecisionClassMayHaveStatus(DecisionClass cls, DecisionStatus status) {
+  return (cls == DecisionClass::kActionProposed) != (status == DecisionStatus::kRecorded);
+}
+
+}  // namespace cortex
