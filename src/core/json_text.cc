@@ -294,11 +294,10 @@ bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
 
 }  // namespace
 
-// nlohmann's lexer reads a byte at a time and copies each into a token buffer: parsing a
-// 400-byte tools/call was 16% of a read's instructions. simdjson parses it instead, and
-// anything simdjson refuses (invalid JSON, but also integers past 64 bits, which nlohmann
-// takes as doubles) goes to nlohmann, so what is accepted and what it means do not change
-// (core_test.cc compares the two).
+// Parsed by simdjson rather than by nlohmann, whose lexer copies every byte into a token
+// buffer (docs/performance.md). Anything simdjson refuses (invalid JSON, but also integers
+// past 64 bits, which nlohmann takes as doubles) goes to nlohmann, so what is accepted and
+// what it means do not change (core_test.cc compares the two).
 nlohmann::json ParseJson(std::string_view text) {
   if (text.size() <= kSimdjsonMaxBytes) {
     thread_local simdjson::dom::parser parser = [] {
@@ -342,10 +341,9 @@ nlohmann::json ParseStoredJson(std::string_view text) {
   return v;
 }
 
-// nlohmann's serializer escapes strings a byte at a time through a UTF-8 decoder; a tool
-// result's text (the body, itself JSON) made that the largest single cost of a read. This
-// writer produces the same bytes (core_test.cc compares them) and copies runs of plain
-// bytes whole.
+// The same bytes as nlohmann's serializer (core_test.cc compares them), which escapes
+// strings a byte at a time through a UTF-8 decoder; this copies runs of plain bytes whole
+// (docs/performance.md).
 std::string DumpJson(const nlohmann::json& value, KnownText known) {
   std::string out;
   JsonWriter writer(out);

@@ -63,10 +63,8 @@ std::string Quote(const Episode& ep) {
   return "'" + s + "'";
 }
 
-// Decisions and notifications held before they are stored (~2.8 KB each). A 10,000-line
-// batch at 10^5 episodes: ~6,000 episodes/s storing each at once, 6,250 holding 1,000,
-// 6,850 holding 2,500, 7,300 holding 5,000 or all of them (+13 MiB peak RSS at 5,000,
-// +28 MiB for all).
+// Decisions and notifications held to be stored in index order (~2.8 KB each): most of
+// what holding a whole batch gains, in bounded memory (docs/performance.md).
 constexpr size_t kMaxHeldOutcomes = 4000;
 
 }  // namespace
@@ -180,8 +178,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   n.created_at = d.occurred_at;
   d.notification_id = n.id;
 
-  // Built member by member: an initializer list copies every value it is given (~8k
-  // instructions a message).
+  // Built member by member: an initializer list copies every value it is given.
   nlohmann::json details = nlohmann::json::object();
   details["signals"] = SignalsJson(report->signals);
   details["triage_class"] = Name(triage_class);

@@ -1,5 +1,5 @@
 // What the areas' SQL (store/<area>_sql.cc) needs from a database driver: prepared
-// statements with positional parameters and a row cursor. SQLite (sqlite_store.cc) and
+// statements with positional parameters and a row cursor. SQLite (sqlite_conn.cc) and
 // PostgreSQL (pg_store.cc) each implement it once, so every query is written once, in the
 // SQL both databases speak.
 #pragma once

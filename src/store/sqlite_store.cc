@@ -1,23 +1,18 @@
-// The SQLite store: the driver for store/sql.h over one writer connection (writes are
-// group-committed in BEGIN IMMEDIATE transactions) and a pool of reader connections. In WAL mode
-// readers see the last committed snapshot and never wait behind the writer.
-#include <fcntl.h>
+// The SQLite store: one writer connection (writes are group-committed in BEGIN IMMEDIATE
+// transactions) and a pool of reader connections. In WAL mode readers see the last committed
+// snapshot and never wait behind the writer. The driver for store/sql.h is in sqlite_conn.h,
+// the log's syncing and checkpointing in sqlite_wal.h.
 #include <semaphore.h>
-#include <spdlog/spdlog.h>
 #include <sqlite3.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "core/limits.h"
@@ -27,459 +22,29 @@
 #include "store/migrations.h"
 #include "store/sql.h"
 #include "store/sql_tx.h"
-#include "store/sqlite_vfs.h"
+#include "store/sqlite_conn.h"
+#include "store/sqlite_wal.h"
 #include "store/store.h"
 
 namespace cortex {
 namespace {
 
-constexpr int kBusyTimeoutMs = 5000;  // another process (e.g. `cortex ingest`) holds the lock
 // Idle readers kept open: the write pool's size, since each write request reads its token,
-// workspace and quota on a reader before queueing its write (at 32 connections ~20 hold
-// one at once). With 8, a burst of writes opened and closed connections all along (134 a
-// second), each parsing the schema and preparing its statements again. An idle reader
-// keeps its page cache (up to 2 MiB), but the readers writes use touch the same few pages:
-// RSS under that load went down (62.7 → 59.8 MiB).
+// workspace and quota on a reader before queueing its write; with fewer, a burst of writes
+// opened and closed connections all along (docs/performance.md).
 constexpr size_t kMaxReaders = limits::kWriteThreads;
 // Each write of a group commit but the first runs in a savepoint, whose statement journal
-// (the pages it changed, for a rollback) SQLite keeps in memory up to this size and then
-// spills to a temp file, two writes per page. An action.communicate changes 30-45 pages
-// (120-185 KiB): at the default, 64 KiB, most calls created and deleted a file. At 512 KiB
-// none does, while a 10,000-line ingest behind another write still spills rather than hold
-// hundreds of MiB. The spill writes the memory in one write, which the writer's VFS splits
-// (store/sqlite_vfs.h): SQLite's unix VFS takes at most 128 KiB - 1 bytes per write.
+// SQLite keeps in memory up to this size and then spills to a temp file: room for an
+// action.communicate's (30-45 pages), while a 10,000-line ingest still spills rather than
+// hold hundreds of MiB. The writer's VFS splits the spill's one write (store/sqlite_vfs.h).
 constexpr int kStatementJournalSpillBytes = 512 << 10;
-// Checkpoints (copying the log's pages into the database, then syncing the database file)
-// run on a thread of their own each time the log has grown by this many pages (32 MiB)...
-constexpr int kCheckpointEveryFrames = 8000;
-// ...and the writer checkpoints itself once the log holds this many (128 MiB): a
-// background checkpoint never catches up with a writer that keeps committing, and SQLite
-// starts the log over only after a checkpoint has copied all of it (docs/store.md).
-constexpr int kWriterCheckpointFrames = 32000;
-// A pass that leaves kCheckpointEveryFrames pages or more behind is tried again after this
-// long, doubling up to 3.2 s while passes copy nothing. Readers hold passes back: one
-// that began while the log was fully copied reads the database file alone, and nothing may
-// be copied under it; one with an older snapshot stops the copy where its snapshot ends.
-// Another process's checkpoint refuses one (SQLITE_BUSY).
-constexpr auto kCheckpointRetry = std::chrono::milliseconds(100);
-constexpr auto kCheckpointMaxRetry = std::chrono::milliseconds(3200);
-
-// A prepared SQLite statement: bound and stepped in place.
-class SqliteStatement final : public SqlStatement {
- public:
-  SqliteStatement(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
-  ~SqliteStatement() override { sqlite3_finalize(s_); }
-
-  void BindText(int i, std::string_view v) override {
-    sqlite3_bind_text(s_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
-  }
-  void BindInt(int i, int64_t v) override { sqlite3_bind_int64(s_, i, v); }
-  void BindNull(int i) override { sqlite3_bind_null(s_, i); }
-
-  bool Step(Status* status) override {
-    int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) *status = Error(rc);
-    return false;
-  }
-  std::string Text(int col) const override {
-    const unsigned char* p = sqlite3_column_text(s_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(s_, col)))
-             : std::string();
-  }
-  int64_t Int(int col) const override { return sqlite3_column_int64(s_, col); }
-  bool IsNull(int col) const override { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
-  void Reset() override {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-
- private:
-  Status Error(int rc) const {
-    std::string msg = std::string("sqlite: ") + sqlite3_errmsg(db_);
-    int primary = rc & 0xff;
-    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Status::Unavailable(msg);
-    if (primary == SQLITE_CONSTRAINT) return Status::Conflict(msg);
-    return Status::Internal(msg);
-  }
-
-  sqlite3* db_;
-  sqlite3_stmt* s_;
-};
-
-// One connection with its statement cache. Used by one thread at a time.
-class Conn final : public SqlConn {
- public:
-  ~Conn() override {
-    cache_.clear();  // finalizes every statement before the close
-    if (db_) sqlite3_close_v2(db_);
-  }
-
-  static Result<std::unique_ptr<Conn>> Open(const std::string& path, bool readonly) {
-    auto c = std::make_unique<Conn>();
-    int flags = SQLITE_OPEN_NOMUTEX |
-                (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    // The writer writes the log through a VFS that sends a commit's frames in one write
-    // (store/sqlite_vfs.h); readers never write it.
-    const char* vfs = readonly ? nullptr : CoalescingWalVfs();
-    if (sqlite3_open_v2(path.c_str(), &c->db_, flags, vfs) != SQLITE_OK) {
-      return Status::Internal("cannot open " + path + ": " +
-                              (c->db_ ? sqlite3_errmsg(c->db_) : "out of memory"));
-    }
-    if (vfs != nullptr) DropUncommittedFramesOnRollback(c->db_);
-    sqlite3_busy_timeout(c->db_, kBusyTimeoutMs);
-    sqlite3_extended_result_codes(c->db_, 1);
-    // WAL: readers never block the writer nor wait for it. synchronous=NORMAL (which the
-    // writer's VFS requires): a commit writes the log without syncing it; SqliteStore syncs
-    // the log itself (WriteAheadLog) before any write is acknowledged, outside the writer's
-    // critical section.
-    // The writer gets a 16 MiB page cache (an ingest walks every index); readers keep
-    // SQLite's 2 MiB, since a read touches a few pages. Bigger caches bought little ingest
-    // speed and cost resident memory (bench/README.md).
-    // Checkpoints: see Checkpointer.
-    const char* pragmas = readonly ? "PRAGMA foreign_keys=ON; PRAGMA query_only=ON;"
-                                   : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                                     "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;";
-    CORTEX_RETURN_IF_ERROR(c->Exec(pragmas));
-    return c;
-  }
-
-  Status Exec(const char* sql) {
-    char* err = nullptr;
-    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
-    if (rc == SQLITE_OK) return Status::Ok();
-    std::string msg = std::string("sqlite: ") + (err ? err : sqlite3_errstr(rc));
-    sqlite3_free(err);
-    if ((rc & 0xff) == SQLITE_BUSY) return Status::Unavailable(msg);
-    return Status::Internal(msg);
-  }
-
-  // Runs one statement from the cache: for the BEGIN/COMMIT/SAVEPOINT of every
-  // transaction, which sqlite3_exec would parse again each time.
-  Status Run(std::string_view sql) { return Prepare(sql).Run(); }
-
-  // False once SQLite has rolled the open transaction back by itself (after an I/O or
-  // out-of-memory error, for instance).
-  bool InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
-
-  Stmt Prepare(std::string_view sql) override {
-    auto it = cache_.find(sql);
-    if (it == cache_.end()) {
-      sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
-                             SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
-        throw std::runtime_error(std::string("prepare failed: ") + sqlite3_errmsg(db_) +
-                                 " in: " + std::string(sql));
-      }
-      it = cache_.emplace(std::string(sql), std::make_unique<SqliteStatement>(db_, s)).first;
-    }
-    return Stmt(*it->second);
-  }
-
-  int64_t Changes() override { return sqlite3_changes64(db_); }
-
-  // SQLite calls `hook` after each commit, with the number of pages the log holds (this
-  // replaces SQLite's own automatic checkpoint).
-  void SetCommitHook(int (*hook)(void*, sqlite3*, const char*, int), void* arg) {
-    sqlite3_wal_hook(db_, hook, arg);
-  }
-
-  // The write-ahead log's path (the file exists once the connection has run a statement).
-  std::string WalPath() const { return sqlite3_filename_wal(sqlite3_db_filename(db_, "main")); }
-
-  // One process writes at a time: there is nothing to lock per workspace.
-  Status Enter(const std::string&) override { return Status::Ok(); }
-
-  // Starts a read transaction (a reader's snapshot begins at its first statement);
-  // `remember`: whether it may use remembered rows (Stable).
-  Status BeginRead(bool remember) {
-    remember_ = remember;
-    version_known_ = false;
-    return Run("BEGIN");
-  }
-
-  // A reader keeps its remembered rows for as long as the database's data version stays
-  // where it was when they were read: any commit, by any connection of any process, moves
-  // it. Read inside the transaction, the version is that of the transaction's snapshot,
-  // so the rows are exactly what the transaction would read. The writer keeps none (its
-  // own uncommitted changes would not move the version). Only a read-only request's
-  // transaction (SharedReads) uses them: a request that writes sees a new version almost
-  // every time under write load, and there checking and refilling cost more than a look-up
-  // (+2% instructions per action.communicate, measured).
-  StableRows* Stable() override {
-    // Not once SQLite has ended the transaction by itself (after an I/O error, say): the
-    // version read would no longer be the one the transaction's reads see.
-    if (!remember_ || !InTransaction()) return nullptr;
-    if (!version_known_) {
-      Stmt s = Prepare("PRAGMA data_version");
-      Status st;
-      if (!s.Step(&st)) return nullptr;
-      if (s.Int(0) != stable_version_) {
-        stable_ = StableRows();
-        stable_version_ = s.Int(0);
-      }
-      version_known_ = true;
-    }
-    return &stable_;
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-  bool remember_ = false;       // a reader in a transaction that may use stable_
-  bool version_known_ = false;  // stable_version_ is this transaction's
-  int64_t stable_version_ = -1;
-  StableRows stable_;
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, std::unique_ptr<SqliteStatement>, Hash, std::equal_to<>> cache_;
-};
-
-// Makes commits durable by syncing the write-ahead log through a descriptor of its own.
-// The writer commits with synchronous=NORMAL (the log written, not synced), so the commit
-// and the sync are separate steps: the writer commits and goes on to the next batch while
-// the sync, which covers every commit made before it (the log is appended in order, and
-// fdatasync flushes the file whichever descriptor wrote it), runs beside it. With
-// synchronous=FULL the sync ran inside COMMIT, and the next batch waited for it.
-//
-// A failed sync is final. Linux reports a write-back error once and marks the pages clean,
-// so a later sync that succeeds says nothing of them, and commits after the failure build
-// on data that may not be on disk: from then on every Sync() fails, and the store refuses
-// writes until it is reopened (PostgreSQL stops for the same reason). Syncs are serialized,
-// so an error is reported to the sync that covered the failed pages, not to a neighbour.
-class WriteAheadLog {
- public:
-  ~WriteAheadLog() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  // Opens the log at `path`, and syncs its directory once so that the file itself survives
-  // a power loss.
-  Status Open(const std::string& path) {
-    std::lock_guard<std::mutex> lock(sync_mu_);
-    path_ = path;
-    CORTEX_RETURN_IF_ERROR(Reopen());
-    int dir = ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_CLOEXEC);
-    int rc = dir < 0 ? -1 : ::fsync(dir);
-    int err = errno;
-    if (dir >= 0) ::close(dir);
-    if (rc != 0) return Error("cannot sync the directory of " + path, err);
-    return Status::Ok();
-  }
-
-  // Every commit that returned before this call is on disk when it returns Ok.
-  Status Sync() {
-    std::lock_guard<std::mutex> lock(sync_mu_);
-    if (Status health = Health(); !health.ok()) return health;
-    // SQLite keeps the log while a connection is open (it truncates, never replaces it);
-    // if it were ever replaced, syncing the old file would sync nothing of the new. Only
-    // the inode number is asked for: asking for the times too (stat, fstat) makes Linux
-    // (6.13 and later) give the next write a fine-grained modification time, so every
-    // commit changed the inode and every fdatasync had to write it as well (on this
-    // machine's ext4, ~25% longer per sync).
-    struct statx now, held;
-    if (::statx(AT_FDCWD, path_.c_str(), 0, STATX_INO, &now) != 0 ||
-        ::statx(fd_, "", AT_EMPTY_PATH, STATX_INO, &held) != 0 || now.stx_ino != held.stx_ino ||
-        now.stx_dev_major != held.stx_dev_major || now.stx_dev_minor != held.stx_dev_minor) {
-      if (Status reopened = Reopen(); !reopened.ok()) return Fail(reopened);
-    }
-    if (::fdatasync(fd_) != 0) return Fail(Error("cannot sync the write-ahead log", errno));
-    return Status::Ok();
-  }
-
-  // The first failed sync's error, or Ok: after one, nothing more may be written. Never
-  // waits for a sync under way (the writer asks before every batch).
-  Status Health() {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    return failed_;
-  }
-
- private:
-  static Status Error(const std::string& what, int err) {
-    return Status::Internal("sqlite: " + what + ": " + std::strerror(err));
-  }
-
-  Status Fail(const Status& error) {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (failed_.ok()) failed_ = error;
-    return failed_;
-  }
-
-  Status Reopen() {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Error("cannot open the write-ahead log " + path_, errno);
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-    return Status::Ok();
-  }
-
-  std::mutex sync_mu_;  // held across each sync; guards path_ and fd_
-  std::string path_;
-  int fd_ = -1;
-  std::mutex state_mu_;  // guards failed_ alone, so that asking never waits for a sync
-  Status failed_;        // the first failed sync's error
-};
-
-// Checkpoints beside the writer. A checkpoint copies the log's newest version of each page
-// into the database, syncing the log before and the database after. When the writer
-// checkpointed every 4,000 pages (SQLite's automatic checkpoint, on the committing
-// connection), every write queued behind it waited for the copy and the syncs: at 32
-// connections communicate ran ~30% faster with checkpoints off altogether. Here the
-// writer's commit hook asks this thread for a checkpoint each time the log has grown by
-// kCheckpointEveryFrames pages, and the thread runs it PASSIVE (never waiting for, nor
-// blocking, the writer or the readers) on a connection of its own, through SQLite's
-// default VFS, then syncs the database if it copied anything (SyncDatabase); one held back
-// by readers is tried again (kCheckpointRetry). It never writes the log. SQLite
-// starts the log over at the writer's first write after a checkpoint that copied all of
-// it, which while commits keep coming a pass never does; so the writer still checkpoints
-// itself at kWriterCheckpointFrames, copying only what came after the last pass. Safety is
-// SQLite's: frames are reused only after a checkpoint that synced the database.
-class Checkpointer {
- public:
-  ~Checkpointer() { Stop(); }
-
-  Status Start(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-      return Status::Internal("cannot open " + path + " to checkpoint it: " +
-                              (db_ ? sqlite3_errmsg(db_) : "out of memory"));
-    }
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-    // A read opens the log on this connection: until then a checkpoint finds none and
-    // does nothing.
-    if (sqlite3_exec(db_, "PRAGMA synchronous=NORMAL; SELECT count(*) FROM sqlite_schema", nullptr,
-                     nullptr, nullptr) != SQLITE_OK) {
-      return Status::Internal(std::string("sqlite: ") + sqlite3_errmsg(db_));
-    }
-    thread_ = std::thread([this] { Loop(); });
-    NameThread(thread_, "cortex-ckpt");
-    return Status::Ok();
-  }
-
-  // Waits for a checkpoint under way, then closes the connection.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    if (db_ != nullptr) sqlite3_close_v2(db_);
-    db_ = nullptr;
-  }
-
-  // Asks for a checkpoint; one asked for while one runs follows it.
-  void Request() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      wanted_ = true;
-    }
-    cv_.notify_one();
-  }
-
-  // Waits for a checkpoint under way to end, and keeps others from starting until Resume().
-  void Pause() {
-    std::unique_lock<std::mutex> lock(mu_);
-    paused_ = true;
-    cv_.wait(lock, [&] { return !running_; });
-  }
-  void Resume() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      paused_ = false;
-    }
-    cv_.notify_all();
-  }
-
-  // The writer's commit hook (Conn::SetCommitHook), on the writer thread.
-  static int OnCommit(void* self, sqlite3* db, const char* name, int frames) {
-    auto& c = *static_cast<Checkpointer*>(self);
-    if (frames < c.last_frames_) c.next_at_ = kCheckpointEveryFrames;  // the log started over
-    c.last_frames_ = frames;
-    if (frames >= kWriterCheckpointFrames) {
-      // What SQLite's automatic checkpoint does, once this thread's pass (if one runs) is
-      // over: SQLite would refuse a second checkpoint at once (SQLITE_BUSY), and the log
-      // would grow for as long as the pass lasts.
-      c.Pause();
-      (void)sqlite3_wal_checkpoint(db, name);
-      c.Resume();
-    } else if (frames >= c.next_at_) {
-      c.next_at_ = frames + kCheckpointEveryFrames;
-      c.Request();
-    }
-    return SQLITE_OK;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return (wanted_ && !paused_) || stop_; });
-      if (stop_) return;
-      wanted_ = false;
-      running_ = true;
-      lock.unlock();
-      // An I/O error leaves the log as it was (a checkpoint can be run again), and the
-      // writer's own checkpoint will try again. Readers can hold a pass back: it copies
-      // only what no reader may still need from the database file, and SQLite answers OK
-      // even when that is nothing. `copied` counts from the log's start, so it goes back to
-      // 0 when the log starts over: 0 is never progress.
-      int log_frames = 0, copied = 0;
-      int rc =
-          sqlite3_wal_checkpoint_v2(db_, "main", SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied);
-      bool progressed = rc == SQLITE_OK && copied > 0 && copied != copied_;
-      if (progressed) rc = SyncDatabase();
-      if (rc == SQLITE_OK) copied_ = copied;  // after the sync: a failed one is tried again
-      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-        spdlog::warn("background checkpoint failed: {}", sqlite3_errmsg(db_));
-      }
-      // Still a request's worth behind (held back, or refused by another process's
-      // checkpoint): the writer's next request may never come, so try again, sooner while
-      // passes make progress, backing off while one reader holds them all back.
-      bool behind =
-          rc == SQLITE_BUSY || (rc == SQLITE_OK && log_frames - copied >= kCheckpointEveryFrames);
-      retry_ = behind && !progressed ? std::min(2 * retry_, kCheckpointMaxRetry) : kCheckpointRetry;
-      lock.lock();
-      running_ = false;
-      cv_.notify_all();  // Pause()
-      if (behind && !wanted_) {
-        cv_.wait_for(lock, retry_, [&] { return wanted_ || stop_; });
-        wanted_ = true;
-      }
-    }
-  }
-
-  // SQLite syncs the database at the end of a checkpoint only when it copied the whole log,
-  // which with the writer committing meanwhile it seldom does: the pages it copied would
-  // wait in the page cache for the writer's own checkpoint to sync them all, a pause of
-  // 200-270 ms at 32 connections. Synced here after every pass that copied some, they are
-  // few by then (pauses under ~100 ms); an extra sync is never unsafe.
-  int SyncDatabase() {
-    sqlite3_file* file = nullptr;
-    int rc = sqlite3_file_control(db_, "main", SQLITE_FCNTL_FILE_POINTER, &file);
-    if (rc != SQLITE_OK || file == nullptr || file->pMethods == nullptr) return rc;
-    return file->pMethods->xSync(file, SQLITE_SYNC_NORMAL);
-  }
-
-  sqlite3* db_ = nullptr;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool wanted_ = false, running_ = false, paused_ = false, stop_ = false;  // guarded by mu_
-  int next_at_ = kCheckpointEveryFrames;  // the writer thread's (OnCommit)
-  int last_frames_ = 0;
-  int copied_ = 0;  // the log's frames copied and synced as of the last pass (Loop's)
-  std::chrono::milliseconds retry_ = kCheckpointRetry;  // Loop's
-};
 
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(std::string path) : path_(std::move(path)) {}
 
   Status Init() {
-    auto w = Conn::Open(path_, /*readonly=*/false);
+    auto w = SqliteConn::Open(path_, /*readonly=*/false);
     if (!w.ok()) return w.status();
     writer_ = std::move(*w);
     CORTEX_RETURN_IF_ERROR(Migrate());
@@ -583,10 +148,9 @@ class SqliteStore final : public Store {
 
  private:
   // A queued write. Its caller sleeps on `acked` alone: an acknowledgement wakes exactly
-  // the batch's callers, not every waiting one (with one condition variable for all, each
-  // batch woke ~30 threads to find ~10 done, each retaking the queue's lock). glibc
-  // (since 2.21) lets a semaphore be destroyed as soon as sem_wait returns, so the
-  // caller's stack frame can go while sem_post is still returning.
+  // the batch's callers, not every waiting one (docs/performance.md). glibc (since 2.21)
+  // lets a semaphore be destroyed as soon as sem_wait returns, so the caller's stack frame
+  // can go while sem_post is still returning.
   struct PendingWrite {
     PendingWrite() {
       if (sem_init(&acked, /*pshared=*/0, 0) != 0) std::abort();
@@ -794,7 +358,7 @@ class SqliteStore final : public Store {
   }
 
   // A pooled reader inside a read transaction.
-  Result<std::unique_ptr<Conn>> BeginRead(bool remember) {
+  Result<std::unique_ptr<SqliteConn>> BeginRead(bool remember) {
     auto conn = AcquireReader();
     if (!conn.ok()) return conn.status();
     Status st = (*conn)->BeginRead(remember);
@@ -808,7 +372,7 @@ class SqliteStore final : public Store {
   // Ends a read transaction (a commit just ends it). The connection goes back to the pool
   // unless it is somehow still in a transaction, where it would fail every later BEGIN.
   // Never throws: it also runs from SharedReads' destructor.
-  Status EndRead(std::unique_ptr<Conn> conn) noexcept {
+  Status EndRead(std::unique_ptr<SqliteConn> conn) noexcept {
     try {
       Status st = conn->Run("COMMIT");
       if (!conn->InTransaction()) ReleaseReader(std::move(conn));
@@ -818,7 +382,7 @@ class SqliteStore final : public Store {
     }
   }
 
-  Result<std::unique_ptr<Conn>> AcquireReader() {
+  Result<std::unique_ptr<SqliteConn>> AcquireReader() {
     {
       std::lock_guard<std::mutex> lock(readers_mu_);
       if (!readers_.empty()) {
@@ -827,10 +391,10 @@ class SqliteStore final : public Store {
         return c;
       }
     }
-    return Conn::Open(path_, /*readonly=*/true);
+    return SqliteConn::Open(path_, /*readonly=*/true);
   }
 
-  void ReleaseReader(std::unique_ptr<Conn> c) {
+  void ReleaseReader(std::unique_ptr<SqliteConn> c) {
     std::lock_guard<std::mutex> lock(readers_mu_);
     if (readers_.size() < kMaxReaders) readers_.push_back(std::move(c));
   }
@@ -838,8 +402,8 @@ class SqliteStore final : public Store {
   // The open SharedReads scope of this thread, if any (at most one store's at a time).
   struct SharedRead {
     const SqliteStore* store = nullptr;
-    int depth = 0;               // nested scopes
-    std::unique_ptr<Conn> conn;  // in a read transaction, once the scope's first Read() ran
+    int depth = 0;                     // nested scopes
+    std::unique_ptr<SqliteConn> conn;  // in a read transaction, once the scope's first Read() ran
   };
   static thread_local SharedRead shared_;
 
@@ -865,11 +429,11 @@ class SqliteStore final : public Store {
   std::thread writer_thread_;
   std::thread sync_thread_;
   std::mutex write_mu_;  // the writer connection (batches, migrations, SchemaVersion)
-  std::unique_ptr<Conn> writer_;
+  std::unique_ptr<SqliteConn> writer_;
   Checkpointer checkpointer_;
   WriteAheadLog wal_;
   std::mutex readers_mu_;
-  std::vector<std::unique_ptr<Conn>> readers_;
+  std::vector<std::unique_ptr<SqliteConn>> readers_;
 };
 
 thread_local SqliteStore::SharedRead SqliteStore::shared_;
