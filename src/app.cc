@@ -22,6 +22,7 @@
 #include "transport/http_router.h"
 #include "transport/http_server.h"
 #include "transport/stdio.h"
+#include "web/inbox_api.h"
 
 namespace cortex {
 
@@ -176,7 +177,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
       spdlog::error("{}", ws.status().message());
       return 1;
     }
-    anonymous = AuthContext{ws->id, ws->name, "", kScopeRead | kScopeAct | kScopeAdmin};
+    anonymous =
+        AuthContext{ws->id, ws->name, "", kScopeRead | kScopeAct | kScopeApprove | kScopeAdmin};
     spdlog::warn(
         "--insecure-no-auth: every request acts as workspace '{}' with all scopes; "
         "never use this outside tests",
@@ -192,7 +194,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   // public address is reached by names we cannot guess, unless the operator lists them.
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   Metrics metrics;
-  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous);
+  InboxApi inbox(**store, clock, config->actions, registry);
+  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox);
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread if the store suspends it while its write waits
   // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).

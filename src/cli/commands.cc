@@ -12,14 +12,18 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/time.h"
+#include "engines/actions.h"
 #include "engines/config.h"
 #include "engines/demo_world.h"
+#include "engines/inbox.h"
 #include "engines/ingest.h"
 #include "engines/ledger.h"
 #include "engines/quotas.h"
 #include "engines/rules.h"
 #include "engines/tokens.h"
 #include "engines/trust.h"
+#include "store/actions.h"
+#include "store/decisions.h"
 #include "store/entities.h"
 #include "store/quotas.h"
 #include "store/rules.h"
@@ -173,42 +177,26 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
 
 int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
                 const std::string& scope, std::optional<int> level, std::optional<int> ceiling) {
-  if (cls != "communicate") {
-    return Fail(Status::InvalidArgument("unknown action class '" + cls + "' (communicate)"));
-  }
   if (!level && !ceiling) return Fail(Status::InvalidArgument("give --level, --ceiling or both"));
   auto store = Open(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = EnsureWorkspace(**store, ProcessClock(), workspace);
   if (!ws.ok()) return Fail(ws.status());
-  std::string av;
+  std::optional<Decision> moved;
   Status st = (*store)->Write([&](WriteTx& tx) -> Status {
     auto resolved = ResolveTrustScope(tx, ws->id, scope);
     if (!resolved.ok()) return resolved.status();
-    if (ceiling && resolved->rfind("tag:", 0) != 0) {
-      return Status::InvalidArgument("--ceiling applies to tags only (tag:<tag>)");
-    }
-    TrustSetting t{cls, *resolved, level, ceiling, ProcessClock().Now()};
-    // Keep what is not being changed.
-    auto current = tx.trust().List(ws->id);
-    if (!current.ok()) return current.status();
-    for (const TrustSetting& c : *current) {
-      if (c.action_class == cls && c.scope == *resolved) {
-        if (!level) t.level = c.level;
-        if (!ceiling) t.ceiling = c.ceiling;
-      }
-    }
-    CORTEX_RETURN_IF_ERROR(tx.trust().Set(ws->id, t));
-    auto locked = tx.workspaces().Get(ws->id);  // read after SetTrust locked the workspace
-    if (!locked.ok()) return locked.status();
-    av = NewIdAfter("av_", ProcessClock(), locked->agent_version);
-    return tx.workspaces().SetAgentVersion(ws->id, av);
+    auto d = SetTrustByPerson(tx, ProcessClock(), ws->id, cls, *resolved, level, ceiling,
+                              TrustConfig{}, Actor{"cli", "", ""});
+    if (!d.ok()) return d.status();
+    moved = std::move(*d);
+    return Status::Ok();
   });
   if (!st.ok()) return Fail(st);
   std::cout << "trust " << cls << " " << scope << ":"
             << (level ? " level " + std::to_string(*level) + " (" + LevelName(*level) + ")" : "")
-            << (ceiling ? " ceiling " + std::to_string(*ceiling) : "") << "; agent_version " << av
-            << "\n";
+            << (ceiling ? " ceiling " + std::to_string(*ceiling) : "") << "; agent_version "
+            << moved->agent_version << "; decision " << moved->id << "\n";
   return 0;
 }
 
@@ -372,6 +360,72 @@ int CmdDemo(const std::string& data) {
   PrintRulesReport(*rules);
   std::cout << "workspace demo: this week: ";
   PrintReport(*week);
+  return 0;
+}
+
+int CmdInboxLink(const std::string& data, const std::string& workspace,
+                 const std::string& base_url) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto link = CreateSignInLink(**store, ProcessClock(), workspace, base_url);
+  if (!link.ok()) return Fail(link.status());
+  std::cout << link->url << "\n";
+  std::cerr << "one use, until " << FormatTime(link->expires_at) << "\n";
+  return 0;
+}
+
+int CmdInboxList(const std::string& data, const std::string& workspace) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  std::vector<std::pair<Decision, Action>> rows;
+  Status st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto ws = tx.workspaces().FindByName(workspace);
+    if (!ws.ok()) return ws.status();
+    DecisionFilter f;
+    f.decision_class = DecisionClass::kActionProposed;
+    f.status = DecisionStatus::kPending;
+    auto pending = tx.decisions().List(ws->id, f, 1000);
+    if (!pending.ok()) return pending.status();
+    for (Decision& d : *pending) {
+      auto a = tx.actions().FindByDecision(ws->id, d.id);
+      if (!a.ok()) return a.status();
+      rows.emplace_back(std::move(d), std::move(*a));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  std::cout << "DECISION\tRECIPIENT\tLEVEL\tDUE\tDRAFT\n";
+  for (const auto& [d, a] : rows) {
+    std::string draft = a.draft;
+    std::replace(draft.begin(), draft.end(), '\n', ' ');
+    std::replace(draft.begin(), draft.end(), '\t', ' ');
+    std::cout << d.id << "\t" << a.recipient << "\t" << a.level << " (" << LevelName(a.level)
+              << ")\t" << (a.due_at ? FormatTime(*a.due_at) : "-") << "\t" << draft << "\n";
+  }
+  return 0;
+}
+
+int CmdInboxDecide(const std::string& data, const std::string& workspace, const std::string& config,
+                   const std::string& decision_id, bool approve,
+                   const std::optional<std::string>& text) {
+  auto cfg = LoadConfig(config);
+  if (!cfg.ok()) return Fail(cfg.status());
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  std::string ws_id;
+  Status st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto ws = tx.workspaces().FindByName(workspace);
+    if (!ws.ok()) return ws.status();
+    ws_id = ws->id;
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  ActionEngine engine(**store, ProcessClock(), cfg->actions);
+  Actor by{"cli", "", ""};
+  auto r = approve ? engine.Approve(ws_id, decision_id, text, by)
+                   : engine.Reject(ws_id, decision_id, text, by);
+  if (!r.ok()) return Fail(r.status());
+  std::cout << r->message << "\n";
   return 0;
 }
 

@@ -26,5 +26,12 @@ int CmdQuotaList(const std::string& data, const std::string& workspace, const st
 int CmdLedgerVerify(const std::string& data, const std::string& workspace);
 int CmdMigrate(const std::string& data);
 int CmdDemo(const std::string& data);
+// inbox link|list|approve|reject: the person's own channel, in a terminal.
+int CmdInboxLink(const std::string& data, const std::string& workspace,
+                 const std::string& base_url);
+int CmdInboxList(const std::string& data, const std::string& workspace);
+int CmdInboxDecide(const std::string& data, const std::string& workspace, const std::string& config,
+                   const std::string& decision_id, bool approve,
+                   const std::optional<std::string>& text);
 
 }  // namespace cortex

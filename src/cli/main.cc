@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
   auto* create = token_cmd->add_subcommand("create", "Create a token; prints only the token");
   add_data(create);
   create->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
-  create->add_option("--scopes", scopes, "Comma-separated: read, act, admin")
+  create
+      ->add_option("--scopes", scopes,
+                   "Comma-separated: read, act (an agent), approve (a person), admin")
       ->capture_default_str();
   create->add_option("--label", label, "A note to recognise the token by");
   create->callback([&] { rc = CmdTokenCreate(data_dir, workspace, scopes, label); });
@@ -117,6 +119,39 @@ int main(int argc, char** argv) {
   ingest->add_option("--workspace", workspace, "Workspace (created if missing)")->required();
   ingest->add_option("file", file, "FILE.jsonl, or - for stdin")->required();
   ingest->callback([&] { rc = CmdIngest(data_dir, workspace, file); });
+
+  // inbox link|list|approve|reject
+  auto* inbox_cmd = app.add_subcommand("inbox", "The person's approval inbox");
+  inbox_cmd->require_subcommand(1);
+  std::string base_url = "http://127.0.0.1:8787", decision_id, inbox_text, inbox_config;
+  auto* inbox_link = inbox_cmd->add_subcommand(
+      "link", "Print a one-time sign-in URL for the web inbox (valid 15 minutes)");
+  add_data(inbox_link);
+  inbox_link->add_option("--workspace", workspace, "Workspace")->required();
+  inbox_link->add_option("--base-url", base_url, "Where `cortex serve` is reached")
+      ->capture_default_str();
+  inbox_link->callback([&] { rc = CmdInboxLink(data_dir, workspace, base_url); });
+  auto* inbox_list = inbox_cmd->add_subcommand("list", "List the actions awaiting approval");
+  add_data(inbox_list);
+  inbox_list->add_option("--workspace", workspace, "Workspace")->required();
+  inbox_list->callback([&] { rc = CmdInboxList(data_dir, workspace); });
+  for (bool approve : {true, false}) {
+    auto* decide = inbox_cmd->add_subcommand(approve ? "approve" : "reject",
+                                             approve ? "Approve a pending action (it is sent)"
+                                                     : "Reject a pending action (nothing is sent)");
+    add_data(decide);
+    decide->add_option("--workspace", workspace, "Workspace")->required();
+    decide->add_option("decision_id", decision_id, "The pending action's decision (dec_...)")
+        ->required();
+    decide->add_option(approve ? "--message" : "--reason", inbox_text,
+                       approve ? "Send this text instead of the draft" : "Why, for the record");
+    decide->add_option("--config", inbox_config, "The server's TOML config (trust settings)");
+    decide->callback([&, approve, decide] {
+      std::optional<std::string> text;
+      if (decide->count(approve ? "--message" : "--reason") > 0) text = inbox_text;
+      rc = CmdInboxDecide(data_dir, workspace, inbox_config, decision_id, approve, text);
+    });
+  }
 
   // rules import|list
   auto* rules_cmd = app.add_subcommand("rules", "Import and list a workspace's rules");

@@ -28,4 +28,23 @@ ActionVerdict DecideAction(const std::string& action_class,
   return v;
 }
 
+std::optional<int> StandingRuleCap(const std::string& action_class, const std::vector<Rule>& rules,
+                                   const Entity& who) {
+  std::optional<int> cap;
+  for (const Rule& r : rules) {
+    if (r.kind != RuleKind::kAction || r.action_class != action_class || !r.active) continue;
+    const RuleConditions& c = r.when;
+    bool about_counterparty_only = c.signals.empty() && c.not_signals.empty() &&
+                                   c.channels.empty() && c.words.empty() && !c.from_minute &&
+                                   !c.until_minute && c.weekdays == 0;
+    if (!about_counterparty_only) continue;
+    Situation s;
+    s.counterparty = &who;
+    if (!RuleMatches(r, s)) continue;
+    std::optional<int> level = r.then.block ? std::optional<int>(0) : r.then.max_level;
+    if (level && (!cap || *level < *cap)) cap = level;
+  }
+  return cap;
+}
+
 }  // namespace cortex

@@ -4,6 +4,7 @@
 // mark it urgent). Testable without a store (action_policy_test.cc).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,12 @@ ActionVerdict DecideAction(const std::string& action_class,
                            const std::vector<TrustSetting>& trust_settings,
                            const TrustConfig& config, const std::vector<Rule>& rules,
                            const Situation& situation);
+
+// The cap that rules put on (class x counterparty) whatever the message: the lowest
+// max_level (0 for a block) among the active action rules of `action_class` whose only
+// conditions are about the counterparty (tags, counterparties) and that match `who`.
+// Earned trust never rises past it. REQUIRES: `rules` are the workspace's active rules.
+std::optional<int> StandingRuleCap(const std::string& action_class, const std::vector<Rule>& rules,
+                                   const Entity& who);
 
 }  // namespace cortex

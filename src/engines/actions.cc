@@ -56,6 +56,7 @@ ActionResult Result_(std::string status, const Action& a, std::string message) {
   r.decision_id = a.decision_id;
   r.action_id = a.id;
   r.message = std::move(message);
+  r.draft = a.draft;
   return r;
 }
 
@@ -256,6 +257,30 @@ Result<ActionEngine::Facts> ActionEngine::ReadFacts(ReadTx& tx, const Proposal& 
   return f;
 }
 
+std::string ActionEngine::LevelReason(const Proposal& p) {
+  const ActionVerdict& v = p.verdict;
+  const EffectiveTrust& t = v.trust;
+  std::string out = v.level == 0   ? "Not sent"
+                    : v.level == 3 ? "Sent without asking"
+                    : v.level == 2 ? "Sent after the undo window unless you reject it"
+                                   : "Held for your approval";
+  out += ": trust for " + std::string(kClass) + " with " + p.who.name + " is level " +
+         std::to_string(t.level) + " (" + LevelName(t.level) + ", from " + t.source + ")";
+  if (t.capped) out += ", held there by the ceiling of their tags";
+  if (v.blocked_by != nullptr) {
+    out += "; rule '" + v.blocked_by->name + "' blocks the send";
+  } else if (v.level < t.level) {
+    for (const Rule* r : v.fired) {
+      if (r->then.max_level && *r->then.max_level == v.level) {
+        out += "; rule '" + r->name + "' caps it at " + std::to_string(v.level) + " (" +
+               LevelName(v.level) + ")";
+        break;
+      }
+    }
+  }
+  return out + ".";
+}
+
 Status ActionEngine::Explain(ReadTx& tx, Proposal& p) {
   const ActionVerdict& v = p.verdict;
   ConfidenceThresholds thresholds;
@@ -263,14 +288,14 @@ Status ActionEngine::Explain(ReadTx& tx, Proposal& p) {
     p.rule_summary = v.fired.front()->summary;
     p.confidence = ConfidenceLabel(*v.fired.front(), thresholds);
     p.rule_id = v.fired.front()->id;
-  } else if (p.triage && p.triage->rule_summary) {
+  } else if (p.triage && p.triage->rule_id && p.triage->rule_summary) {
+    // The rule behind the message this answers ("Reply to Marcus quickly on Tuesdays"); a
+    // default policy's text says nothing about sending, so it does not count.
     p.rule_summary = *p.triage->rule_summary;
     p.confidence = p.triage->confidence;
     p.rule_id = p.triage->rule_id;
   } else {
-    p.rule_summary = "No rule applies: trust for " + std::string(kClass) + " with " + p.who.name +
-                     " is level " + std::to_string(v.trust.level) + " (" +
-                     LevelName(v.trust.level) + ", from " + v.trust.source + ").";
+    p.rule_summary = LevelReason(p);
     p.confidence = "just_guessing";
   }
   std::vector<std::string> episode_ids;
@@ -388,6 +413,7 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
 
   json provenance = json::object();
   provenance["rule_summary"] = p.rule_summary;
+  provenance["level_reason"] = LevelReason(p);
   provenance["confidence"] = p.confidence;
   provenance["contributing_episodes"] = p.contributing;
   provenance["agent_version"] = p.agent_version;
@@ -404,7 +430,8 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   if (!led.ok()) return led.status();
   if (action.status == ActionStatus::kExecuted) {
     auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, LedgerEvent::kExecuted,
-                                  provenance, {{"by", "trust level 3"}});
+                                  provenance,
+                                  {{"by", Actor::Engine().Json()}, {"because", "trust level 3"}});
     if (!exec.ok()) return exec.status();
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, p.now));
   }
@@ -438,11 +465,12 @@ ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) cons
     return Result_(
         "pending_approval", action,
         "Will be sent at " + FormatTime(*action.due_at) +
-            " unless rejected (trust level 2, supervised); action.approve sends it now.");
+            " unless rejected (trust level 2, supervised); a person's approval sends it now.");
   }
   return Result_("pending_approval", action,
-                 "Draft awaiting approval (trust level 1, draft): nothing is sent until "
-                 "action.approve; it expires at " +
+                 "Draft awaiting a person's approval (trust level 1, draft): nothing is sent "
+                 "until they approve it (the inbox, or action.approve with the approve scope); "
+                 "it expires at " +
                      FormatTime(*action.due_at) + ".");
 }
 
@@ -466,18 +494,20 @@ Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
 }
 
 Result<ActionResult> ActionEngine::Approve(const std::string& ws, const std::string& decision_id,
-                                           const std::optional<std::string>& edited_text) {
-  return EndPending(ws, decision_id, /*approve=*/true, edited_text);
+                                           const std::optional<std::string>& edited_text,
+                                           const Actor& by) {
+  return EndPending(ws, decision_id, /*approve=*/true, edited_text, by);
 }
 
 Result<ActionResult> ActionEngine::Reject(const std::string& ws, const std::string& decision_id,
-                                          const std::optional<std::string>& reason) {
-  return EndPending(ws, decision_id, /*approve=*/false, reason);
+                                          const std::optional<std::string>& reason,
+                                          const Actor& by) {
+  return EndPending(ws, decision_id, /*approve=*/false, reason, by);
 }
 
 Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::string& decision_id,
-                                              bool approve,
-                                              const std::optional<std::string>& text) {
+                                              bool approve, const std::optional<std::string>& text,
+                                              const Actor& by) {
   ActionResult result;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     TimePoint now = clock_.Now();
@@ -507,10 +537,11 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
                                                      ActionStatus::kRejected, std::nullopt, now));
       json detail = json::object();
       if (text) detail["reason"] = *text;
+      detail["by"] = by.Json();
       CORTEX_RETURN_IF_ERROR(
           Record(tx, clock_, *action, ActionStatus::kRejected, *provenance, detail));
-      auto moved =
-          RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id, config_.trust);
+      auto moved = RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id,
+                                   config_.trust, by);
       if (!moved.ok()) return moved.status();
       result = Result_("success", *action, "Rejected: nothing will be sent.");
       if (*moved) result.message += " " + (*moved)->payload_summary;
@@ -522,7 +553,7 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
     if (edited) new_draft = *text;
     CORTEX_RETURN_IF_ERROR(tx.actions().Transition(ws, action->id, ActionStatus::kPending,
                                                    ActionStatus::kExecuted, new_draft, now));
-    json detail = {{"edited", edited}};
+    json detail = {{"edited", edited}, {"by", by.Json()}};
     if (edited) {
       detail["draft_before"] = action->draft;
       detail["draft"] = *text;
@@ -531,8 +562,8 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
     auto led = AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, LedgerEvent::kApproved,
                                  *provenance, detail);
     if (!led.ok()) return led.status();
-    CORTEX_RETURN_IF_ERROR(
-        Record(tx, clock_, *action, ActionStatus::kExecuted, *provenance, {{"by", "approval"}}));
+    CORTEX_RETURN_IF_ERROR(Record(tx, clock_, *action, ActionStatus::kExecuted, *provenance,
+                                  {{"by", by.Json()}, {"because", "approved"}}));
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, *action, now));
     auto moved = RecordApproval(tx, clock_, ws, action->action_class, *who, decision_id, edited,
                                 config_.trust);
@@ -569,11 +600,13 @@ Result<int> ActionEngine::ProcessDue(TimePoint now) {
       if (!provenance.ok()) return provenance.status();
       if (to == ActionStatus::kExecuted) {
         CORTEX_RETURN_IF_ERROR(Record(tx, clock_, a, to, *provenance,
-                                      {{"by", "undo window passed without a rejection"}}));
+                                      {{"by", Actor::Engine().Json()},
+                                       {"because", "the undo window passed without a rejection"}}));
         CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, a, now));
       } else {
-        CORTEX_RETURN_IF_ERROR(
-            Record(tx, clock_, a, to, *provenance, {{"by", "not approved before it expired"}}));
+        CORTEX_RETURN_IF_ERROR(Record(
+            tx, clock_, a, to, *provenance,
+            {{"by", Actor::Engine().Json()}, {"because", "not approved before it expired"}}));
       }
       ++handled;
       return Status::Ok();

@@ -37,6 +37,7 @@ struct ActionResult {
   std::string decision_id;
   std::string action_id;
   std::string message;
+  std::string draft;      // the text that is (or would be) sent, when there is an action
   std::string error;      // status "error" only: a tool error code
   std::string quota;      // quota_exceeded only: which quota
   int retry_after_s = 0;  // quota_exceeded only
@@ -57,11 +58,13 @@ class ActionEngine {
   // InvalidArgument (naming the field) for a bad `to` or tone. A refusal by trust is not a
   // Status error: it is an ActionResult with error trust_insufficient and a decision id.
   Result<ActionResult> Communicate(const std::string& ws, const CommunicateRequest& req);
-  // Executes a pending action, with `edited_text` replacing the draft if given.
+  // A person (`by`) executes a pending action, with `edited_text` replacing the draft if
+  // given. Conflict if it is no longer pending.
   Result<ActionResult> Approve(const std::string& ws, const std::string& decision_id,
-                               const std::optional<std::string>& edited_text);
+                               const std::optional<std::string>& edited_text, const Actor& by);
+  // A person (`by`) ends a pending action.
   Result<ActionResult> Reject(const std::string& ws, const std::string& decision_id,
-                              const std::optional<std::string>& reason);
+                              const std::optional<std::string>& reason, const Actor& by);
 
   // Handles every pending action due at or before `now` (all workspaces): level-1 drafts
   // expire, level-2 actions execute. Returns how many it handled.
@@ -72,7 +75,8 @@ class ActionEngine {
   // (quota_exceeded) when the budget is spent; an empty one otherwise.
   Result<ActionResult> SpendInference(const std::string& ws, const std::string& token_id);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
-                                  bool approve, const std::optional<std::string>& text);
+                                  bool approve, const std::optional<std::string>& text,
+                                  const Actor& by);
 
   // What Communicate knows of one proposal as its steps fill it in.
   struct Proposal {
@@ -99,6 +103,8 @@ class ActionEngine {
     std::vector<Rule> rules;  // active action rules of the class, in evaluation order
   };
   Result<Facts> ReadFacts(ReadTx& tx, const Proposal& p, const std::string& message);
+  // Why the proposal went out at its level: trust, its basis, a ceiling or rule that capped it.
+  static std::string LevelReason(const Proposal& p);
   // Fills p's explanation from its verdict and triage link.
   Status Explain(ReadTx& tx, Proposal& p);
   Result<Action> RecordProposal(WriteTx& tx, const Proposal& p, const CommunicateRequest& req,

@@ -27,6 +27,8 @@
 namespace cortex {
 namespace {
 
+const Actor kPerson{"cli", "", ""};
+
 using nlohmann::json;
 
 CommunicateRequest Req(std::string to, std::string message, std::string tone = "") {
@@ -107,6 +109,17 @@ class ActionsTest : public ::testing::Test {
                     })
                     .ok());
     return a;
+  }
+
+  std::vector<LedgerEntry> Ledger(const std::string& action_id) {
+    std::vector<LedgerEntry> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      out = *tx.ledger().ListForAction(ws_.id, action_id);
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
   }
 
   std::vector<std::string> Events(const std::string& action_id) {
@@ -248,22 +261,22 @@ TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
 
 TEST_F(ActionsTest, ApproveExecutesOnceAndTwiceIsAClearError) {
   ActionResult r = Send("sarah@n.example");
-  auto ok = engine().Approve(ws_.id, r.decision_id, std::nullopt);
+  auto ok = engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->status, "success");
   EXPECT_EQ(Events(r.action_id), (std::vector<std::string>{"proposed", "approved", "executed"}));
-  auto again = engine().Approve(ws_.id, r.decision_id, std::nullopt);
+  auto again = engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson);
   EXPECT_EQ(again.status().code(), Code::kConflict);
   EXPECT_NE(again.status().message().find("is executed, not pending"), std::string::npos);
-  auto reject = engine().Reject(ws_.id, r.decision_id, std::nullopt);
+  auto reject = engine().Reject(ws_.id, r.decision_id, std::nullopt, kPerson);
   EXPECT_EQ(reject.status().code(), Code::kConflict);
-  auto unknown = engine().Approve(ws_.id, "dec_01M8PS06M053VVFGPPNAWWM0AA", std::nullopt);
+  auto unknown = engine().Approve(ws_.id, "dec_01M8PS06M053VVFGPPNAWWM0AA", std::nullopt, kPerson);
   EXPECT_EQ(unknown.status().code(), Code::kNotFound);
 }
 
 TEST_F(ActionsTest, EditsAreRecordedAndSent) {
   ActionResult r = Send("sarah@n.example", "draft text");
-  ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::string("edited text")).ok());
+  ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::string("edited text"), kPerson).ok());
   EXPECT_EQ(GetAction(r.action_id).draft, "edited text");
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
@@ -283,7 +296,7 @@ TEST_F(ActionsTest, TrustRisesWithCleanApprovalsAndFallsWithARejection) {
   EXPECT_EQ(Level("marcus@h.example"), 1);
   for (int i = 0; i < 2; ++i) {
     ActionResult r = Send("marcus@h.example");
-    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
   }
   EXPECT_EQ(Level("marcus@h.example"), 2);
   auto moves = Transitions();
@@ -294,26 +307,106 @@ TEST_F(ActionsTest, TrustRisesWithCleanApprovalsAndFallsWithARejection) {
   // The ceiling: two more clean approvals do not take an external counterparty past 2.
   for (int i = 0; i < 2; ++i) {
     ActionResult r = Send("marcus@h.example");
-    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
   }
   EXPECT_EQ(Level("marcus@h.example"), 2);
   EXPECT_EQ(Transitions().size(), 1u);
   // An edit resets the streak; a rejection lowers the level.
   ActionResult edited = Send("marcus@h.example");
-  ASSERT_TRUE(engine().Approve(ws_.id, edited.decision_id, std::string("changed")).ok());
+  ASSERT_TRUE(engine().Approve(ws_.id, edited.decision_id, std::string("changed"), kPerson).ok());
   ActionResult rejected = Send("marcus@h.example");
-  auto rej = engine().Reject(ws_.id, rejected.decision_id, std::string("wrong tone"));
+  auto rej = engine().Reject(ws_.id, rejected.decision_id, std::string("wrong tone"), kPerson);
   ASSERT_TRUE(rej.ok());
   EXPECT_EQ(Level("marcus@h.example"), 1);
   EXPECT_EQ(Transitions().size(), 2u);
   EXPECT_EQ(Events(rejected.action_id), (std::vector<std::string>{"proposed", "rejected"}));
+  // A rejection at level 1 moves nothing: only a person turns a counterparty off.
+  ActionResult again = Send("marcus@h.example");
+  ASSERT_TRUE(engine().Reject(ws_.id, again.decision_id, std::nullopt, kPerson).ok());
+  EXPECT_EQ(Level("marcus@h.example"), 1);
+  EXPECT_EQ(Transitions().size(), 2u);
+  // Each move names who made it.
+  EXPECT_EQ(Transitions()[0].Details()["by"], (json{{"channel", "cli"}}));
+}
+
+TEST_F(ActionsTest, EarnedTrustStopsAtARuleThatHoldsTheCounterparty) {
+  ASSERT_TRUE(ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: sarah-drafts
+    summary: Everything to Sarah is a draft I approve.
+    action: communicate
+    when: { counterparty: sarah@n.example }
+    then: { max_level: 1 }
+  - name: wires-blocked
+    summary: Never send anything about wires.
+    action: communicate
+    when: { words: [wire] }
+    then: { block: true }
+)")
+                  .ok());
+  for (int i = 0; i < 4; ++i) {
+    ActionResult r = Send("sarah@n.example");
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
+  }
+  EXPECT_EQ(Level("sarah@n.example"), 1);  // no "raised to 2" the rule would contradict
+  EXPECT_TRUE(Transitions().empty());
+  // A rule about some messages only (words) does not hold the counterparty.
+  for (int i = 0; i < 2; ++i) {
+    ActionResult r = Send("marcus@h.example");
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
+  }
+  EXPECT_EQ(Level("marcus@h.example"), 2);
+}
+
+TEST_F(ActionsTest, APersonSetsTrustAndTheDecisionSaysWho) {
+  Status st = store_->Write([&](WriteTx& tx) -> Status {
+    auto scope = ResolveTrustScope(tx, ws_.id, "sarah@n.example");
+    if (!scope.ok()) return scope.status();
+    auto d = SetTrustByPerson(tx, clock_, ws_.id, "communicate", *scope, 0, std::nullopt,
+                              config_.trust, Actor{"web", "", "ses_1"});
+    if (!d.ok()) return d.status();
+    EXPECT_EQ(
+        d->payload_summary,
+        "Lower communicate trust for Sarah Chen from 1 (draft) to 0 (off) set by a person (web).");
+    EXPECT_EQ(d->Details()["by"], (json{{"channel", "web"}, {"session", "ses_1"}}));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(Level("sarah@n.example"), 0);
+  ActionResult off = Send("sarah@n.example");
+  EXPECT_EQ(off.error, "trust_insufficient");
+  // Bad input changes nothing.
+  Status bad = store_->Write([&](WriteTx& tx) {
+    return SetTrustByPerson(tx, clock_, ws_.id, "communicate", "default", 7, std::nullopt,
+                            config_.trust, Actor{"web", "", ""})
+        .status();
+  });
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_EQ(Transitions().size(), 1u);
+}
+
+TEST_F(ActionsTest, AnActionWithNoRuleIsExplainedByItsTrust) {
+  ActionResult r = Send("sarah@n.example");
+  EXPECT_EQ(r.draft, "Quick check");
+  Decision d = GetDecision(r.decision_id);
+  EXPECT_EQ(*d.rule_summary,
+            "Held for your approval: trust for communicate with Sarah Chen is level 1 (draft, "
+            "from built-in default).");
+  EXPECT_EQ(d.confidence, "just_guessing");
+  SetTrust("tag:external", std::nullopt, /*ceiling=*/2);
+  SetTrust("marcus@h.example", 3);
+  ActionResult capped = Send("marcus@h.example");
+  EXPECT_EQ(
+      *GetDecision(capped.decision_id).rule_summary,
+      "Sent after the undo window unless you reject it: trust for communicate with Marcus Webb "
+      "is level 2 (supervised, from entity), held there by the ceiling of their tags.");
 }
 
 TEST_F(ActionsTest, TrustTransitionsMoveTheAgentVersion) {
   std::string before = ws_.agent_version;
   for (int i = 0; i < 2; ++i) {
     ActionResult r = Send("sarah@n.example");
-    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
   }
   auto moves = Transitions();
   ASSERT_EQ(moves.size(), 1u);
@@ -339,7 +432,7 @@ TEST_F(ActionsTest, DraftsExpireAndSupervisedActionsExecuteWhenTheirTimeComes) {
   EXPECT_EQ(*engine().ProcessDue(clock_.Now()), 1);
   EXPECT_EQ(Name(GetAction(draft.action_id).status), "expired");
   EXPECT_EQ(Name(GetDecision(draft.decision_id).status), "expired");
-  auto late = engine().Approve(ws_.id, draft.decision_id, std::nullopt);
+  auto late = engine().Approve(ws_.id, draft.decision_id, std::nullopt, kPerson);
   EXPECT_NE(late.status().message().find("is expired"), std::string::npos);
 }
 
@@ -354,7 +447,7 @@ TEST_F(ActionsTest, ConcurrentApprovalsAndTheUndoWindowExecuteOnce) {
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&] {
         ActionEngine e(*store_, clock_, config_);
-        if (e.Approve(ws_.id, r.decision_id, std::nullopt).ok()) ++successes;
+        if (e.Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok()) ++successes;
       });
     }
     threads.emplace_back([&] {
@@ -408,7 +501,7 @@ TEST_F(ActionsTest, DeliveryRetriesWithBackoffThenFails) {
 TEST_F(ActionsTest, TheLedgerChainVerifiesAndCatchesTampering) {
   for (int i = 0; i < 3; ++i) {
     ActionResult r = Send("sarah@n.example", "message " + std::to_string(i));
-    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
   }
   auto check = VerifyLedger(*store_, ws_.id);
   ASSERT_TRUE(check.ok());
@@ -426,7 +519,7 @@ TEST_F(ActionsTest, TheLedgerChainVerifiesAndCatchesTampering) {
 TEST_F(ActionsTest, DeletionsAndTruncationAreCaughtToo) {
   for (int i = 0; i < 2; ++i) {
     ActionResult r = Send("sarah@n.example", "message " + std::to_string(i));
-    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt).ok());
+    ASSERT_TRUE(engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson).ok());
   }
   auto exec = [&](const char* sql) { store_.ExecRaw(sql); };
   exec("DELETE FROM ledger WHERE seq = 6");  // the last entry
@@ -473,14 +566,29 @@ rules:
   EXPECT_EQ(inspect["ledger_entry_id"].get<std::string>().rfind("led_", 0), 0u);
   EXPECT_EQ(inspect["triage_decision_id"].get<std::string>().rfind("dec_", 0), 0u);
   EXPECT_EQ(inspect["reasoning"]["rule_summary"], why["rule_summary"]);
-  // The tool surface: a read token cannot act; not_pending says the state.
+  // The tool surface: a read token cannot act, and an agent's read,act token cannot approve
+  // or reject its own draft; a person's token (approve) can, and the ledger names it.
   AuthContext reader{ws_.id, "alpha", "tok", kScopeRead};
   ToolContext rctx{reader, *store_, clock_, "trc_t", nullptr, [](json) {}};
   EXPECT_EQ(registry.Call("action.approve", {{"decision_id", r.decision_id}}, rctx).body()["error"],
             "unauthorized");
-  EXPECT_EQ(registry.Call("action.approve", {{"decision_id", r.decision_id}}, ctx).body()["status"],
-            "success");
-  json twice = registry.Call("action.approve", {{"decision_id", r.decision_id}}, ctx).body();
+  for (const char* tool : {"action.approve", "action.reject"}) {
+    json refused = registry.Call(tool, {{"decision_id", r.decision_id}}, ctx).body();
+    EXPECT_EQ(refused["error"], "unauthorized") << tool;
+    EXPECT_NE(refused["message"].get<std::string>().find("'approve'"), std::string::npos)
+        << refused["message"];
+  }
+  EXPECT_EQ(Name(GetAction(r.action_id).status), "pending");
+  AuthContext person{ws_.id, "alpha", "tok_person", kScopeRead | kScopeApprove};
+  ToolContext pctx{person, *store_, clock_, "trc_t", nullptr, [](json) {}};
+  EXPECT_EQ(
+      registry.Call("action.approve", {{"decision_id", r.decision_id}}, pctx).body()["status"],
+      "success");
+  auto entries = Ledger(r.action_id);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(Name(entries[1].event), "approved");
+  EXPECT_EQ(entries[1].detail["by"], (json{{"channel", "mcp"}, {"token_id", "tok_person"}}));
+  json twice = registry.Call("action.approve", {{"decision_id", r.decision_id}}, pctx).body();
   EXPECT_EQ(twice["error"], "not_pending");
   EXPECT_EQ(
       registry.Call("meta.why_this_action", {{"action_id", "act_01M8PS06M053VVFGPPNAWWM0AA"}}, ctx)

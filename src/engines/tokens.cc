@@ -24,10 +24,13 @@ Result<unsigned> ParseScopes(const std::string& csv) {
       scopes |= kScopeRead;
     } else if (s == "act") {
       scopes |= kScopeAct;
+    } else if (s == "approve") {
+      scopes |= kScopeApprove;
     } else if (s == "admin") {
       scopes |= kScopeAdmin;
     } else {
-      return Status::InvalidArgument("unknown scope '" + s + "' (scopes: read, act, admin)");
+      return Status::InvalidArgument("unknown scope '" + s +
+                                     "' (scopes: read, act, approve, admin)");
     }
     start = end + 1;
   }
@@ -39,6 +42,7 @@ std::string FormatScopes(unsigned scopes) {
   auto add = [&](const char* s) { out += out.empty() ? s : std::string(",") + s; };
   if (scopes & kScopeRead) add("read");
   if (scopes & kScopeAct) add("act");
+  if (scopes & kScopeApprove) add("approve");
   if (scopes & kScopeAdmin) add("admin");
   return out;
 }

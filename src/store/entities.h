@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "store/model.h"
@@ -15,6 +16,8 @@ class EntitiesReader {
   Result<Entity> Get(const std::string& ws, const std::string& entity_id);
   // REQUIRES: `identifier` is normalised (see NormalizeIdentifier).
   Result<Entity> FindByIdentifier(const std::string& ws, const std::string& identifier);
+  // The first `limit` entities of `ws` by id (oldest first), with identifiers and tags.
+  Result<std::vector<Entity>> List(const std::string& ws, int limit);
 
  protected:
   // Fills e->identifiers and e->tags.

@@ -30,6 +30,24 @@ Result<Entity> EntitiesReader::FindByIdentifier(const std::string& ws,
   return Get(ws, *id);
 }
 
+Result<std::vector<Entity>> EntitiesReader::List(const std::string& ws, int limit) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  std::vector<Entity> out;
+  {
+    Stmt s = s_.conn.Prepare(
+        "SELECT id, workspace_id, kind, name, created_at FROM entities WHERE workspace_id = ?"
+        " ORDER BY id LIMIT ?");
+    s.Bind(1, ws).Bind(2, static_cast<int64_t>(limit));
+    auto rows = AllRows(s, [](const Stmt& r) {
+      return Entity{r.Text(0), r.Text(1), r.Text(2), r.Text(3), {}, {}, r.Time(4)};
+    });
+    if (!rows.ok()) return rows.status();
+    out = std::move(*rows);
+  }
+  for (Entity& e : out) CORTEX_RETURN_IF_ERROR(LoadDetails(&e));
+  return out;
+}
+
 Status EntitiesReader::LoadDetails(Entity* e) {
   // Sorted here: the index on entity_id orders identifiers only within a workspace, which
   // this look-up does not name, so an ORDER BY would sort them in a temporary b-tree.

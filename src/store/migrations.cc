@@ -295,6 +295,26 @@ DROP INDEX decisions_by_entity;
 DROP INDEX decisions_by_workspace;
 DROP INDEX notifications_by_surface;
 )sql"},
+      {11, "the web inbox: one-time sign-in links and the sessions they open", R"sql(
+CREATE TABLE inbox_links (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  secret_hash  TEXT NOT NULL UNIQUE,  -- SHA-256 of the link's secret; the secret is not kept
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  used_at      INTEGER,               -- set once: a link opens one session
+  secure       INTEGER NOT NULL       -- made for https://: the session cookie is Secure
+);
+CREATE TABLE inbox_sessions (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  secret_hash  TEXT NOT NULL UNIQUE,  -- SHA-256 of the cookie's value
+  link_id      TEXT NOT NULL REFERENCES inbox_links(id),
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  ended_at     INTEGER                -- signed out
+);
+)sql"},
   };
   return kMigrations;
 }

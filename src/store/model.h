@@ -22,8 +22,9 @@ struct Workspace {
   TimePoint created_at;
 };
 
-// Token scopes, as a bit set.
-enum Scope : unsigned { kScopeRead = 1, kScopeAct = 2, kScopeAdmin = 4 };
+// Token scopes, as a bit set. `act` is an agent's (propose, draft, ingest); `approve` is a
+// person's (approve, reject, move trust): an agent's read,act token never approves.
+enum Scope : unsigned { kScopeRead = 1, kScopeAct = 2, kScopeAdmin = 4, kScopeApprove = 8 };
 
 struct TokenRecord {
   std::string id;  // tok_...

@@ -43,6 +43,8 @@ class SessionsReader;
 class SessionsWriter;
 class QuotasReader;
 class QuotasWriter;
+class InboxReader;
+class InboxWriter;
 
 class ReadTx {
  public:
@@ -63,6 +65,7 @@ class ReadTx {
   OutboxReader outbox() const;                // deliveries waiting or done
   SessionsReader sessions() const;            // MCP sessions of the 2025-11-25 era
   QuotasReader quotas() const;                // call counts, inference use, overrides
+  InboxReader inbox() const;                  // web inbox sign-in links and sessions
 
  protected:
   TxState& s_;
@@ -85,6 +88,7 @@ class WriteTx : public ReadTx {
   OutboxWriter outbox() const;
   SessionsWriter sessions() const;
   QuotasWriter quotas() const;
+  InboxWriter inbox() const;
 };
 
 }  // namespace cortex

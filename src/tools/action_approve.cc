@@ -12,7 +12,8 @@ ToolDef ActionApproveTool(const EngineConfig& config) {
       .name = "action.approve",
       .title = "Approve a pending action",
       .description =
-          "Executes a pending action (from action.communicate's decision_id). Give `message` "
+          "A person executes a pending action (from action.communicate's decision_id); needs "
+          "the `approve` scope: an agent's read,act token cannot approve. Give `message` "
           "to send your edited text instead of the draft; the edit is recorded. A decision "
           "that is no longer pending answers not_pending, saying what state it is in.",
       .input_schema = {{"type", "object"},
@@ -30,12 +31,13 @@ ToolDef ActionApproveTool(const EngineConfig& config) {
                       {"destructiveHint", false},
                       {"idempotentHint", false},
                       {"openWorldHint", true}},
-      .scope = kScopeAct,
+      .scope = kScopeApprove,  // a person's: an agent never approves its own drafts
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
         std::optional<std::string> text;
         if (args.contains("message")) text = args["message"].get<std::string>();
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
-        return ActionReply(engine.Approve(ctx.auth.workspace_id, args.at("decision_id"), text));
+        return ActionReply(engine.Approve(ctx.auth.workspace_id, args.at("decision_id"), text,
+                                          Actor{"mcp", ctx.auth.token_id, ""}));
       },
   };
 }

@@ -12,9 +12,10 @@ ToolDef ActionRejectTool(const EngineConfig& config) {
       .name = "action.reject",
       .title = "Reject a pending action",
       .description =
-          "Ends a pending action without sending it, with an optional reason. A rejection "
-          "lowers the trust level for that counterparty by one. A decision that is no longer "
-          "pending answers not_pending.",
+          "A person ends a pending action without sending it, with an optional reason (needs "
+          "the `approve` scope: an agent's read,act token cannot reject). A rejection lowers "
+          "the trust level for that counterparty by one, never below 1. A decision that is no "
+          "longer pending answers not_pending.",
       .input_schema = {{"type", "object"},
                        {"required", {"decision_id"}},
                        {"additionalProperties", false},
@@ -29,12 +30,13 @@ ToolDef ActionRejectTool(const EngineConfig& config) {
                       {"destructiveHint", false},
                       {"idempotentHint", false},
                       {"openWorldHint", false}},
-      .scope = kScopeAct,
+      .scope = kScopeApprove,
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
         std::optional<std::string> reason;
         if (args.contains("reason")) reason = args["reason"].get<std::string>();
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
-        return ActionReply(engine.Reject(ctx.auth.workspace_id, args.at("decision_id"), reason));
+        return ActionReply(engine.Reject(ctx.auth.workspace_id, args.at("decision_id"), reason,
+                                         Actor{"mcp", ctx.auth.token_id, ""}));
       },
   };
 }

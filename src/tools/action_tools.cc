@@ -12,6 +12,9 @@ json ActionResultSchema() {
             {"decision_id", {{"type", "string"}}},
             {"action_id", {{"type", "string"}}},
             {"message", {{"type", "string"}}},
+            {"draft",
+             {{"type", "string"},
+              {"description", "The text that is sent, or that a person is asked to approve."}}},
             {"error", {{"type", "string"}}}}}};
 }
 
@@ -31,6 +34,7 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
                {"decision_id", r.decision_id},
                {"action_id", r.action_id},
                {"message", r.message}};
+  if (!r.draft.empty()) body["draft"] = r.draft;
   if (r.status == "error") {
     body["error"] = r.error;
     if (r.error == "quota_exceeded") {

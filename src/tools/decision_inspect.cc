@@ -1,6 +1,8 @@
 // decision.inspect: any decision, its reasoning and ledger linkage (seed 003).
 #include "core/time.h"
+#include "store/actions.h"
 #include "store/decisions.h"
+#include "store/ledger.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"
 
@@ -61,7 +63,22 @@ ToolDef DecisionInspectTool() {
              {"ledger_entry_id", {{"type", "string"}}},
              {"triage_decision_id", {{"type", "string"}}},
              {"occurred_at", {{"type", "string"}}},
-             {"world_version", {{"type", "string"}}}}}},
+             {"world_version", {{"type", "string"}}},
+             {"status", {{"type", "string"}}},
+             {"level_reason",
+              {{"type", "string"},
+               {"description",
+                "A proposed action: why it went out at its level (trust, its basis, a ceiling "
+                "or rule that capped it)."}}},
+             {"history",
+              {{"type", "array"},
+               {"description",
+                "A proposed action's life, from its ledger: each event, when, and who moved it "
+                "(by: channel web|cli|mcp|elicitation|engine, token_id or session)."},
+               {"items", {{"type", "object"}}}}},
+             {"by",
+              {{"type", "object"},
+               {"description", "A trust move's actor: channel, and token_id or session."}}}}}},
       .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
@@ -71,6 +88,30 @@ ToolDef DecisionInspectTool() {
           auto d = tx.decisions().Get(ctx.auth.workspace_id, id);
           if (!d.ok()) return d.status();
           body = DecisionInspectBody(*d);
+          // Who decided: a proposal's ledger, a trust move's actor.
+          if (d->decision_class == DecisionClass::kTrustTransition) {
+            json details = d->Details();
+            if (details.contains("by")) body["by"] = details["by"];
+          }
+          if (d->decision_class != DecisionClass::kActionProposed) return Status::Ok();
+          body["status"] = Name(d->status);
+          auto action = tx.actions().FindByDecision(ctx.auth.workspace_id, d->id);
+          if (!action.ok()) return action.status();
+          auto entries = tx.ledger().ListForAction(ctx.auth.workspace_id, action->id);
+          if (!entries.ok()) return entries.status();
+          if (!entries->empty() && entries->front().provenance.is_object()) {
+            const json& p = entries->front().provenance;
+            if (p.contains("level_reason")) body["level_reason"] = p["level_reason"];
+          }
+          json history = json::array();
+          for (const LedgerEntry& e : *entries) {
+            json& h = history.emplace_back(json::object());
+            h["event"] = Name(e.event);
+            h["occurred_at"] = FormatTime(e.occurred_at);
+            h["ledger_entry_id"] = e.id;
+            if (e.detail.is_object() && e.detail.contains("by")) h["by"] = e.detail["by"];
+          }
+          body["history"] = std::move(history);
           return Status::Ok();
         });
         if (st.code() == Code::kNotFound) {

@@ -39,7 +39,7 @@ ToolDef WorkspaceStatusTool() {
           auto counts = tx.workspaces().Counts(ws->id);
           if (!counts.ok()) return counts.status();
           json scopes = json::array();
-          for (Scope s : {kScopeRead, kScopeAct, kScopeAdmin}) {
+          for (Scope s : {kScopeRead, kScopeAct, kScopeApprove, kScopeAdmin}) {
             if (ctx.auth.Has(s)) scopes.push_back(FormatScopes(s));
           }
           body = {{"workspace", ws->name},

@@ -113,13 +113,14 @@ const std::string* HttpRequest::Header(std::string_view name) const {
 }
 
 HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-                       RouterOptions options, AuthContext anonymous)
+                       RouterOptions options, AuthContext anonymous, InboxApi* inbox)
     : mcp_(mcp),
       store_(store),
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
-      anonymous_(std::move(anonymous)) {}
+      anonymous_(std::move(anonymous)),
+      inbox_(inbox) {}
 
 size_t HttpRouter::BodyLimit(std::string_view target) {
   return target.rfind("/v1/episodes", 0) == 0 ? limits::kMaxIngestBodyBytes
@@ -158,9 +159,23 @@ bool HttpRouter::HostAllowed(const std::string& host) const {
   return false;
 }
 
-bool HttpRouter::StreamAlive(const std::string& session) { return mcp_.HasSession(session); }
+namespace {
+constexpr std::string_view kInboxStream = "inbox:";  // an inbox stream: "inbox:<cookie>"
+}  // namespace
 
-void HttpRouter::StreamClosed(const std::string& session) { mcp_.CloseStream(session); }
+std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std::string& state) {
+  if (stream.rfind(kInboxStream, 0) == 0) {
+    if (inbox_ == nullptr) return std::nullopt;
+    return inbox_->Poll(stream.substr(kInboxStream.size()), state);
+  }
+  // An MCP session's stream: nothing is sent unprompted yet; it lasts as long as the session.
+  if (!mcp_.HasSession(stream)) return std::nullopt;
+  return std::string();
+}
+
+void HttpRouter::StreamClosed(const std::string& stream) {
+  if (stream.rfind(kInboxStream, 0) != 0) mcp_.CloseStream(stream);
+}
 
 bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
                               RequestLog& log) {
@@ -203,10 +218,14 @@ std::string HttpRouter::RouteName(std::string_view method, std::string_view targ
   // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
   bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" || path == "/v1/episodes";
   bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
-  return std::string(known_method ? method : "OTHER") + " " + std::string(known ? path : "other");
+  // The inbox's pages and requests are few and fixed, but a client may name any path below.
+  if (InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
+  return std::string(known_method ? method : "OTHER") + " " +
+         std::string(known || InboxApi::Handles(path) ? path : "other");
 }
 
 bool HttpRouter::MayWrite(const HttpRequest& req) const {
+  if (InboxApi::Handles(req.target)) return InboxApi::MayWrite(req);
   if (req.method == "DELETE") return true;
   if (req.method != "POST") return false;
   std::string_view path = PathOf(req.target);
@@ -247,8 +266,9 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
     r.body = metrics_.RenderPrometheus();
     return r;
   }
+  bool is_inbox = inbox_ != nullptr && InboxApi::Handles(path);
   bool is_mcp = path == "/mcp";
-  if (!is_mcp && path != "/v1/episodes") {
+  if (!is_mcp && !is_inbox && path != "/v1/episodes") {
     log.status = "not_found";
     return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
@@ -269,6 +289,8 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   // A request that does not write reads one snapshot, from authentication to its reply.
   std::optional<SharedReads> snapshot;
   if (!MayWrite(req)) snapshot.emplace(store_);
+  // The inbox signs its person in with its own session cookie, not a bearer token.
+  if (is_inbox) return inbox_->Handle(req, log);
   AuthContext auth;
   HttpResponse reject;
   if (!Authenticate(req, &auth, &reject, log)) return reject;
@@ -318,7 +340,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     r.headers.emplace_back("X-Accel-Buffering", "no");
     r.headers.emplace_back("Mcp-Session-Id", *session);
     r.open_stream = true;
-    r.stream_session = *session;
+    r.stream = *session;
     return r;
   }
   if (req.method == "DELETE") {

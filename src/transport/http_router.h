@@ -3,6 +3,7 @@
 // so every status, header and body can be tested without a network.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,29 +13,10 @@
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/store.h"
+#include "transport/http_types.h"
+#include "web/inbox_api.h"
 
 namespace cortex {
-
-struct HttpRequest {
-  std::string method;                                        // "GET", "POST", ...
-  std::string target;                                        // path and query, e.g. "/mcp"
-  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
-  std::string body;
-
-  // The first value of header `name` (lowercase), if present.
-  const std::string* Header(std::string_view name) const;
-};
-
-struct HttpResponse {
-  int status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type/Length
-  std::string content_type;                                  // empty when there is no body
-  std::string body;
-  // GET /mcp: after the headers, keep the connection open as a server-to-client event
-  // stream for session `stream_session` until the session ends or the server stops.
-  bool open_stream = false;
-  std::string stream_session;
-};
 
 struct RouterOptions {
   // Test mode for the conformance suite: no bearer token; every request acts as
@@ -48,19 +30,11 @@ struct RouterOptions {
   bool check_host = true;
 };
 
-// Facts about one finished request, for the request log and metrics.
-struct RequestLog {
-  std::string route;   // e.g. "POST /mcp"
-  std::string method;  // JSON-RPC method, if any
-  std::string tool;
-  std::string status;  // "ok" or an error code
-  std::string trace_id;
-};
-
 class HttpRouter {
  public:
+  // `inbox`, if given, serves the web inbox under /inbox/.
   HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-             RouterOptions options, AuthContext anonymous);
+             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr);
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
@@ -82,10 +56,12 @@ class HttpRouter {
   // The transport never runs those on an I/O thread.
   bool MayCallOut(const HttpRequest& req) const;
 
-  // Whether the stream opened for `session` should stay open (false once it is deleted).
-  bool StreamAlive(const std::string& session);
+  // What the event stream `stream` that Handle() opened sends next: events (empty if none
+  // now), or nullopt once it has ended (its MCP session deleted, its inbox session over).
+  // `state` is the stream's own, kept by the transport between polls, empty at first.
+  std::optional<std::string> StreamNext(const std::string& stream, std::string& state);
   // The transport closed a stream that Handle() opened.
-  void StreamClosed(const std::string& session);
+  void StreamClosed(const std::string& stream);
 
   // The answer for a request to `target` whose body exceeded its limit (the transport
   // stops reading).
@@ -112,6 +88,7 @@ class HttpRouter {
   Metrics& metrics_;
   RouterOptions options_;
   AuthContext anonymous_;
+  InboxApi* inbox_;
 };
 
 }  // namespace cortex

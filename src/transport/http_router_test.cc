@@ -233,7 +233,8 @@ TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
   HttpResponse stream = Send(get);
   EXPECT_EQ(stream.status, 200);
   EXPECT_TRUE(stream.open_stream);
-  EXPECT_TRUE(router_->StreamAlive(sid));
+  std::string state;
+  EXPECT_EQ(router_->StreamNext(sid, state), std::string());
   // At most kMaxStreamsPerSession streams per session; closing one frees a slot.
   for (size_t i = 1; i < limits::kMaxStreamsPerSession; ++i) EXPECT_EQ(Send(get).status, 200);
   EXPECT_EQ(Send(get).status, 429);
@@ -242,7 +243,7 @@ TEST_F(HttpRouterTest, SessionStreamsAndDelete) {
   HttpRequest del = get;
   del.method = "DELETE";
   EXPECT_EQ(Send(del).status, 200);
-  EXPECT_FALSE(router_->StreamAlive(sid));
+  EXPECT_EQ(router_->StreamNext(sid, state), std::nullopt);
   EXPECT_EQ(Send(del).status, 404);
   HttpRequest no_session{"GET", "/mcp", {{"authorization", "Bearer " + token_}}, ""};
   EXPECT_EQ(Send(no_session).status, 405);

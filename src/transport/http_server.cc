@@ -6,6 +6,9 @@
 // (HttpRouter::MayCallOut: a model call); otherwise it goes to the write pool, whose threads
 // block, and its response comes back to the connection's worker to be sent. The read, write and
 // idle timeouts are deadlines stored on the connection, enforced by one sweep per worker.
+// It stays one file, past the ~600-line rule, on purpose: it is the only file that includes
+// Boost.Beast, whose headers are slow to compile, so Beast is compiled once, here (routing,
+// which needs none of it, is in http_router.cc).
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -447,7 +450,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // The status line and headers, written out here rather than through Beast's message and
-  // serializer (a few allocations per header, ~2% of a read's instructions). A status that
+  // serializer, which allocates a few times per header (docs/performance.md). A status that
   // has no body (1xx, 204, 304) gets no Content-Length, as Beast's prepare_payload did.
   static std::string ResponseHead(const HttpResponse& res, bool keep_alive) {
     std::string head = "HTTP/1.1 " + std::to_string(res.status) + " ";
@@ -480,17 +483,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Send(HttpRouter::Problem(status, "bad_request", why), false);
   }
 
-  // A server-to-client event stream (GET /mcp): chunked, kept alive with SSE comments until
-  // the session ends, the client goes away, or the server stops.
+  // A server-to-client event stream (GET /mcp, GET /inbox/api/events): chunked; every poll
+  // sends what the router has for it, or an SSE comment once the stream has been quiet for
+  // kSseKeepAlive, until the router ends it, the client goes away, or the server stops.
   void OpenStream(HttpResponse res) {
     streaming_ = true;
-    session_ = res.stream_session;
+    stream_ = res.stream;
+    stream_state_ = res.stream_state;
+    stream_poll_ =
+        res.stream_poll.count() > 0
+            ? res.stream_poll
+            : std::chrono::duration_cast<std::chrono::milliseconds>(limits::kSseKeepAlive);
     std::string head =
         "HTTP/1.1 200 OK\r\nServer: cortex\r\nContent-Type: text/event-stream\r\n"
         "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n";
     for (const auto& [name, value] : res.headers) AppendField(head, name, value);
     head += "\r\n";
     WriteStream(std::move(head));
+    last_sent_ = std::chrono::steady_clock::now();
     // Notice the client leaving: any read completes only with an error (or stray bytes).
     auto sink = std::make_shared<std::array<char, 256>>();
     socket_.async_read_some(net::buffer(*sink), [self = shared_from_this(), sink](
@@ -499,18 +509,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Tick() {
-    timer_.expires_after(limits::kSseKeepAlive);
+    timer_.expires_after(stream_poll_);
     timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec || self->closed_) return;
-      bool ending = self->server_.stopping || !self->server_.router.StreamAlive(self->session_);
       if (self->stream_writing_) {
         // The last write is still waiting for the client to read: its deadline runs, and a
         // second write must not interleave with it.
-        if (ending) return self->Close();
+        if (self->server_.stopping) return self->Close();
         return self->Tick();
       }
-      if (ending) return self->WriteStream("0\r\n\r\n", /*then_close=*/true);
-      self->WriteStream(Chunk(": keep-alive\n\n"));
+      std::optional<std::string> next;
+      if (!self->server_.stopping) {
+        next = self->server_.router.StreamNext(self->stream_, self->stream_state_);
+      }
+      if (!next) return self->WriteStream("0\r\n\r\n", /*then_close=*/true);
+      auto now = std::chrono::steady_clock::now();
+      if (!next->empty()) {
+        self->WriteStream(Chunk(*next));
+        self->last_sent_ = now;
+      } else if (now - self->last_sent_ >= limits::kSseKeepAlive) {
+        self->WriteStream(Chunk(": keep-alive\n\n"));
+        self->last_sent_ = now;
+      }
       self->Tick();
     });
   }
@@ -538,7 +558,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close() {
     if (closed_) return;
     closed_ = true;
-    if (streaming_) server_.router.StreamClosed(session_);
+    if (streaming_) server_.router.StreamClosed(stream_);
     timer_.cancel();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
@@ -564,9 +584,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool streaming_ = false;
   bool stream_writing_ = false;  // an event-stream write is in progress
   bool closed_ = false;
-  std::string session_;
-  std::string peer_;                     // the client's address, for the flood guard
-  std::unique_ptr<RequestFiber> fiber_;  // the request running as a fiber, if one is
+  std::string stream_;        // the event stream, as the router names it
+  std::string stream_state_;  // the router's, between polls
+  std::chrono::milliseconds stream_poll_{0};
+  std::chrono::steady_clock::time_point last_sent_;  // the stream's last bytes
+  std::string peer_;                                 // the client's address, for the flood guard
+  std::unique_ptr<RequestFiber> fiber_;              // the request running as a fiber, if one is
 };
 
 HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,

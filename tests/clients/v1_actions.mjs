@@ -1,13 +1,17 @@
 // Official MCP TypeScript SDK v1 (@modelcontextprotocol/sdk) client against
 // `cortex serve` over Streamable HTTP: the action engine on the demo workspace
 // (`cortex demo`) — action.communicate / approve / reject, the approval inbox
-// (decision.list status pending), meta.why_this_action, trust levels set with
+// (decision.list status pending), meta.why_this_action; approvals come from a
+// person: the agent's read,act token drafts (the result carries the draft) but
+// gets `unauthorized` from action.approve / action.reject, which a person's
+// read,approve token uses, and the ledger names that token; trust levels set with
 // `cortex trust set` while the server runs, and delivery through each
 // connector: outbox (JSONL file), webhook (signed, retried on 503), a process
 // SIGKILLed between commit and delivery, and SMTP (npm smtp-server); earned
 // trust ([trust] approvals_to_raise: approvals raise a level, a rejection
-// lowers it), five concurrent approvals of one decision on five connections,
-// and the OpenAI-compatible model drafter (a fake model) with its daily budget.
+// lowers it but never below 1), five concurrent approvals of one decision on
+// five connections, and the OpenAI-compatible model drafter (a fake model)
+// with its daily budget.
 // `cortex ledger verify` must pass on every data dir at the end.
 //
 //   CORTEX_BIN=/path/to/cortex node v1_actions.mjs
@@ -50,9 +54,11 @@ const SEED = {
 // The built-in drafter's warm tone: "Hi First," + message + a thank-you.
 const SEED_DRAFT = 'Hi Sarah,\n\nQuick check — does Tuesday 2pm still work?\n\nThanks so much!';
 const WHY_KEYS = ['action_id', 'rule_summary', 'confidence', 'contributing_episodes', 'agent_version', 'world_version'];
+// Why a draft to Sarah is held when no rule speaks for it: her trust, and where it comes from.
+const SEED_WHY = 'Held for your approval: trust for communicate with Sarah Chen is level 1 (draft, from built-in default).';
 const WEBHOOK_SECRET = 'whsec-interop-test-secret';
 const SMTP_FROM = 'cortex@example.test';
-const suite = new Suite('v1_actions', 80);
+const suite = new Suite('v1_actions', 88);
 
 // ---------------------------------------------------------------- helpers
 
@@ -125,14 +131,59 @@ function expectId(v, prefix, what) {
     expect(typeof v === 'string' && v.startsWith(prefix) && v.length > prefix.length, `${what} must be a ${prefix}... id, got ${show(v)}`);
 }
 
-/** An action result that is not an error: {status, decision_id dec_, action_id act_, message}. */
+/** An action result that is not an error: {status, decision_id dec_, action_id act_, message, draft}. */
 async function communicate(client, args, expectedStatus, what = 'action.communicate') {
     const body = await callOk(client, 'action.communicate', args, what);
     expectEqual(body.status, expectedStatus, `${what}: status (message: ${show(body.message)})`);
     expectId(body.decision_id, 'dec_', `${what}: decision_id`);
     expectId(body.action_id, 'act_', `${what}: action_id`);
     expect(typeof body.message === 'string' && body.message.length > 0, `${what}: message: ${show(body.message)}`);
+    // The text that is sent, or that a person is asked to approve.
+    expect(typeof body.draft === 'string' && body.draft.length > 0, `${what}: draft: ${show(body.draft)}`);
     return body;
+}
+
+/**
+ * A person's token (read,approve): approves and rejects what the agent drafts.
+ * Resolves {token, id}, id being its tok_... id from `cortex token list`.
+ */
+async function createPersonToken(dataDir, label = 'person') {
+    const token = (await cortexOk('token', 'create', '--data', dataDir, '--workspace', WORKSPACE, '--scopes', 'read,approve', '--label', label)).trim();
+    expect(token.length > 0 && !/\s/.test(token), `token create must print only the token, got ${show(token)}`);
+    const listing = await cortexOk('token', 'list', '--data', dataDir, '--workspace', WORKSPACE);
+    const row = listing.split('\n').map(l => l.split('\t')).find(cols => cols[4] === label);
+    expect(row, `no token labelled ${label} in: ${show(listing)}`);
+    expectId(row[0], 'tok_', 'token id');
+    expectEqual(row[1], 'read,approve', 'scopes listed for the person token');
+    return { token, id: row[0] };
+}
+
+/** The agent's token calling action.approve / action.reject: isError unauthorized, naming the approve scope. */
+async function expectAgentRefused(client, tool, args) {
+    const result = await client.callTool({ name: tool, arguments: args });
+    const body = expectToolError(result, 'unauthorized', `${tool} with the agent's token`);
+    expectEqual(body.message, `this token lacks the 'approve' scope that ${tool} needs`, `${tool} with the agent's token: message`);
+    return body;
+}
+
+/**
+ * A decision's ledger entries, oldest first ([{event, detail}]), read from the data
+ * dir's SQLite store with python3 (the end-to-end tests' interpreter): no tool shows
+ * who approved or rejected.
+ */
+function ledgerOf(dataDir, decisionId) {
+    const script = [
+        'import json, sqlite3, sys',
+        'db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True, timeout=10)',
+        'rows = db.execute("SELECT event, detail FROM ledger WHERE decision_id = ? ORDER BY seq", (sys.argv[2],))',
+        'print(json.dumps([{"event": e, "detail": json.loads(d)} for e, d in rows]))'
+    ].join('\n');
+    return new Promise((resolve, reject) => {
+        execFile('python3', ['-c', script, join(dataDir, 'cortex.db'), decisionId], { timeout: 30_000 }, (error, stdout, stderr) => {
+            if (error) reject(new CheckFailure(`reading the ledger of ${decisionId}: ${String(stderr).trim() || error.message}`));
+            else resolve(JSON.parse(String(stdout)));
+        });
+    });
 }
 
 /** Every decision.list row with the given filters (paging to the end). */
@@ -378,18 +429,27 @@ await suite.run(async s => {
     const configA = await writeConfig(files, 'outbox.toml', { connector: 'outbox', jsonl_path: jsonlPath });
 
     await s.check('`cortex demo` loads the demo workspace (outbox data dir)', () => loadDemo(dirA), { fatal: true });
-    const tokenA = await s.check(`token create for ${WORKSPACE} (scopes read,act)`, () => createToken(dirA, WORKSPACE, 'read,act'), { fatal: true });
+    const tokenA = await s.check(`token create for ${WORKSPACE} (scopes read,act: the agent's)`, () => createToken(dirA, WORKSPACE, 'read,act'), { fatal: true });
+    const personA = await s.check(`token create for ${WORKSPACE} (scopes read,approve: a person's), listed with its tok_ id`, () => createPersonToken(dirA), { fatal: true });
     const serverA = await s.check('serve --config (outbox connector, jsonl_path) starts; GET /healthz 200', () => startServer(s, dirA, { args: ['--config', configA] }), {
         fatal: true
     });
     const transportErrors = [];
-    const client = await s.check('v1 client connects with the read,act token', () => connect(serverA, tokenA, transportErrors), { fatal: true });
+    const client = await s.check('v1 client connects with the read,act token (the agent)', () => connect(serverA, tokenA, transportErrors), { fatal: true });
+    const person = await s.check('a second v1 client connects with the read,approve token (the person)', () => connect(serverA, personA.token, transportErrors), { fatal: true });
+
+    await s.check('workspace.status: scopes read,act for the agent, read,approve for the person', async () => {
+        expectEqual((await callOk(client, 'workspace.status', {})).scopes, ['read', 'act'], "the agent's scopes");
+        expectEqual((await callOk(person, 'workspace.status', {})).scopes, ['read', 'approve'], "the person's scopes");
+    });
 
     // ---- 1. the seed example
 
-    const seed = await s.check('seed example: action.communicate to Sarah (warm) is pending_approval with dec_/act_ ids', () =>
-        communicate(client, SEED, 'pending_approval', 'action.communicate(seed)')
-    );
+    const seed = await s.check('seed example: action.communicate to Sarah (warm) is pending_approval with dec_/act_ ids and the warm draft to approve', async () => {
+        const body = await communicate(client, SEED, 'pending_approval', 'action.communicate(seed)');
+        expectEqual(body.draft, SEED_DRAFT, 'draft');
+        return body;
+    });
 
     await s.check('decision.inspect on the seed decision: action_proposed, ledger_entry_id led_...', async () => {
         expect(seed, 'needs the seed action');
@@ -405,7 +465,8 @@ await suite.run(async s => {
         const body = await callOk(client, 'meta.why_this_action', { action_id: seed.action_id });
         expectEqual(Object.keys(body).sort(), [...WHY_KEYS].sort(), 'keys of the result');
         expectEqual(body.action_id, seed.action_id, 'action_id');
-        expect(typeof body.rule_summary === 'string' && body.rule_summary.length > 0, `rule_summary: ${show(body.rule_summary)}`);
+        // No rule speaks for it: it is explained by Sarah's trust (not by a triage default policy).
+        expectEqual(body.rule_summary, SEED_WHY, 'rule_summary');
         expect(['strong_pattern', 'pretty_sure', 'just_guessing'].includes(body.confidence), `confidence: ${show(body.confidence)}`);
         expect(Array.isArray(body.contributing_episodes), `contributing_episodes: ${show(body.contributing_episodes)}`);
         for (const e of body.contributing_episodes) {
@@ -426,19 +487,37 @@ await suite.run(async s => {
         for (const d of rows) expectEqual(d.status, 'pending', `status of ${d.decision_id}`);
     });
 
-    let approvedAt;
-    await s.check('action.approve on the seed decision: success', async () => {
+    await s.check("the agent's token cannot approve or reject the seed (isError unauthorized, naming the approve scope); it stays pending, nothing recorded", async () => {
         expect(seed, 'needs the seed action');
-        const body = await callOk(client, 'action.approve', { decision_id: seed.decision_id });
+        await expectAgentRefused(client, 'action.approve', { decision_id: seed.decision_id });
+        await expectAgentRefused(client, 'action.approve', { decision_id: seed.decision_id, message: 'Approved by the agent itself' });
+        await expectAgentRefused(client, 'action.reject', { decision_id: seed.decision_id, reason: 'The agent says no' });
+        expectEqual(await decisionStatus(client, seed.decision_id), 'pending', 'decision status');
+        expectEqual((await ledgerOf(dirA, seed.decision_id)).map(e => e.event), ['proposed'], 'ledger events');
+    });
+
+    let approvedAt;
+    await s.check("action.approve on the seed decision with the person's token: success, with the draft", async () => {
+        expect(seed, 'needs the seed action');
+        const body = await callOk(person, 'action.approve', { decision_id: seed.decision_id });
         approvedAt = Date.now();
         expectEqual(body.status, 'success', `status (message: ${show(body.message)})`);
         expectEqual(body.decision_id, seed.decision_id, 'decision_id');
         expectEqual(body.action_id, seed.action_id, 'action_id');
+        expectEqual(body.draft, SEED_DRAFT, 'draft');
+    });
+
+    await s.check("the ledger records the approval by the person's token: {edited: false, by: {channel: mcp, token_id}}", async () => {
+        expect(seed && personA, 'needs the approved seed action');
+        const ledger = await ledgerOf(dirA, seed.decision_id);
+        expectEqual(ledger.map(e => e.event).slice(0, 3), ['proposed', 'approved', 'executed'], 'ledger events');
+        expectEqual(ledger[0].detail.draft, SEED_DRAFT, 'the proposed draft');
+        expectEqual(ledger[1].detail, { edited: false, by: { channel: 'mcp', token_id: personA.id } }, 'the approved entry');
     });
 
     await s.check('approving it again: isError not_pending, the message says executed or delivered', async () => {
         expect(seed, 'needs the seed action');
-        const result = await client.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
+        const result = await person.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
         const body = expectToolError(result, 'not_pending', 'action.approve(again)');
         expect(/executed|delivered/.test(body.message), `message should say executed or delivered: ${show(body.message)}`);
     });
@@ -470,7 +549,7 @@ await suite.run(async s => {
         const inspected = await callOk(client, 'decision.inspect', { decision_id: seed.decision_id });
         expectEqual(inspected.decision_class, 'action_proposed', 'decision.inspect decision_class');
         if ('status' in inspected) expectEqual(inspected.status, 'delivered', 'decision.inspect status');
-        const again = await client.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
+        const again = await person.callTool({ name: 'action.approve', arguments: { decision_id: seed.decision_id } });
         const body = expectToolError(again, 'not_pending', 'action.approve(after delivery)');
         expect(body.message.includes('delivered'), `message should say delivered: ${show(body.message)}`);
     });
@@ -481,14 +560,16 @@ await suite.run(async s => {
         communicate(client, { to: SARAH, message: 'Can we move the budget review to Thursday?', tone: 'direct' }, 'pending_approval')
     );
 
-    await s.check('action.reject on it: success; status rejected; it leaves the inbox', async () => {
+    await s.check("action.reject on it with the person's token: success; status rejected; it leaves the inbox; the ledger names the person's token", async () => {
         expect(toReject, 'needs the pending action');
-        const body = await callOk(client, 'action.reject', { decision_id: toReject.decision_id, reason: 'Not now' });
+        const body = await callOk(person, 'action.reject', { decision_id: toReject.decision_id, reason: 'Not now' });
         expectEqual(body.status, 'success', `status (message: ${show(body.message)})`);
         expectEqual(body.decision_id, toReject.decision_id, 'decision_id');
         expectEqual(await decisionStatus(client, toReject.decision_id), 'rejected', 'decision status');
         const pending = await listDecisions(client, { status: 'pending' });
         expect(!pending.some(d => d.decision_id === toReject.decision_id), 'rejected decision still in the approval inbox');
+        const ledger = await ledgerOf(dirA, toReject.decision_id);
+        expectEqual(ledger.map(e => [e.event, e.detail]).slice(1), [['rejected', { reason: 'Not now', by: { channel: 'mcp', token_id: personA.id } }]], 'ledger after the proposal');
     });
 
     await s.check('the rejected action is not delivered (no JSONL line after 1.5 s, status stays rejected)', async () => {
@@ -501,7 +582,7 @@ await suite.run(async s => {
 
     await s.check('rejecting it again: isError not_pending', async () => {
         expect(toReject, 'needs the rejected action');
-        const result = await client.callTool({ name: 'action.reject', arguments: { decision_id: toReject.decision_id } });
+        const result = await person.callTool({ name: 'action.reject', arguments: { decision_id: toReject.decision_id } });
         const body = expectToolError(result, 'not_pending', 'action.reject(again)');
         expect(body.message.includes('rejected'), `message should say rejected: ${show(body.message)}`);
     });
@@ -554,10 +635,13 @@ await suite.run(async s => {
         expect(fired.some(d => d.payload_summary.includes('external-needs-approval')), `no rule_fired decision for external-needs-approval: ${show(fired)}`);
     });
 
-    await s.check('no transport errors on the outbox server session', () => {
+    await s.check('no transport errors on the outbox server sessions', () => {
         expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
     });
-    await s.check('session ends cleanly', () => closeClient(client));
+    await s.check('sessions end cleanly', async () => {
+        await closeClient(client);
+        await closeClient(person);
+    });
     await s.check('SIGTERM stops the outbox server with exit code 0', () => expectSigtermExit0(serverA));
 
     // ================================================================ B: webhook connector with retries
@@ -748,26 +832,35 @@ await suite.run(async s => {
     dataDirs.push(['trust', dirE]);
     const jsonlE = join(files, 'trust.jsonl');
     const configE = await writeToml(files, 'trust.toml', { trust: { approvals_to_raise: 2 }, delivery: { connector: 'outbox', jsonl_path: jsonlE } });
-    const tokenE = await s.check('earned-trust data dir: `cortex demo`, token create (Sarah at the default level 1)', async () => {
+    const [tokenE, personE] = await s.check("earned-trust data dir: `cortex demo`, the agent's and a person's token (Sarah at the default level 1)", async () => {
         await loadDemo(dirE);
-        return createToken(dirE, WORKSPACE, 'read,act');
+        return [await createToken(dirE, WORKSPACE, 'read,act'), await createPersonToken(dirE)];
     }, { fatal: true });
     const serverE = await s.check('serve --config ([trust] approvals_to_raise = 2, outbox jsonl_path) starts', () => startServer(s, dirE, { args: ['--config', configE] }), {
         fatal: true
     });
     const errorsE = [];
-    const clientE = await s.check('v1 client connects to the earned-trust server', () => connect(serverE, tokenE, errorsE), { fatal: true });
+    const clientE = await s.check('v1 client connects to the earned-trust server (the agent)', () => connect(serverE, tokenE, errorsE), { fatal: true });
+    const personClientE = await s.check("a v1 client connects to it with the person's token", () => connect(serverE, personE.token, errorsE), { fatal: true });
 
     const trustTransitions = () => listDecisions(clientE, { decision_class: 'trust_transition' });
-    /** A level-1 draft to Sarah, approved without edits. */
+    /** A level-1 draft to Sarah by the agent, approved without edits by the person. */
     async function draftAndApprove(message, what) {
         const body = await communicate(clientE, { to: SARAH, message }, 'pending_approval', `${what}: action.communicate`);
         expect(/\bdraft\b/.test(body.message) && body.message.includes('trust level 1'), `${what}: message should say trust level 1, draft: ${show(body.message)}`);
-        const approved = await callOk(clientE, 'action.approve', { decision_id: body.decision_id }, `${what}: action.approve`);
+        const approved = await callOk(personClientE, 'action.approve', { decision_id: body.decision_id }, `${what}: action.approve`);
         expectEqual(approved.status, 'success', `${what}: action.approve status (message: ${show(approved.message)})`);
         expectEqual(approved.decision_id, body.decision_id, `${what}: action.approve decision_id`);
         return body;
     }
+
+    await s.check("earned trust: the agent's own approvals count for nothing (unauthorized; no trust_transition)", async () => {
+        const body = await communicate(clientE, { to: SARAH, message: 'Approving my own draft?' }, 'pending_approval', 'action.communicate');
+        for (let i = 0; i < 3; i++) await expectAgentRefused(clientE, 'action.approve', { decision_id: body.decision_id });
+        await expectAgentRefused(clientE, 'action.reject', { decision_id: body.decision_id });
+        expectEqual(await trustTransitions(), [], 'decision.list {decision_class: trust_transition}');
+        expectEqual(await decisionStatus(clientE, body.decision_id), 'pending', 'decision status');
+    });
 
     await s.check('earned trust: 1st message to Sarah is pending_approval (level 1, draft), approved without edits; no trust_transition yet', async () => {
         await draftAndApprove('Agenda for Thursday attached.', '1st');
@@ -794,9 +887,9 @@ await suite.run(async s => {
         return body;
     });
 
-    await s.check('earned trust: action.reject on it → a 2nd trust_transition lowers Sarah from 2 (supervised) to 1 (draft)', async () => {
+    await s.check("earned trust: the person's action.reject on it → a 2nd trust_transition lowers Sarah from 2 (supervised) to 1 (draft)", async () => {
         expect(supervised, 'needs the level-2 action');
-        const body = await callOk(clientE, 'action.reject', { decision_id: supervised.decision_id, reason: 'Not yet' });
+        const body = await callOk(personClientE, 'action.reject', { decision_id: supervised.decision_id, reason: 'Not yet' });
         expectEqual(body.status, 'success', `action.reject status (message: ${show(body.message)})`);
         expectEqual(await decisionStatus(clientE, supervised.decision_id), 'rejected', 'decision status');
         const rows = await trustTransitions();
@@ -807,15 +900,28 @@ await suite.run(async s => {
         expect(/^Lower\b/.test(lowered.payload_summary), `payload_summary should say Lower: ${show(lowered.payload_summary)}`);
     });
 
-    await s.check('earned trust: after the rejection the next send to Sarah is level 1 again ("draft" in the message)', async () => {
+    const atOne = await s.check('earned trust: after the rejection the next send to Sarah is level 1 again ("draft" in the message)', async () => {
         const body = await communicate(clientE, { to: SARAH, message: 'Lunch next week?' }, 'pending_approval', 'action.communicate(after rejection)');
         expect(/\bdraft\b/.test(body.message) && body.message.includes('trust level 1'), `message should say trust level 1, draft: ${show(body.message)}`);
         expect(!body.message.includes('supervised'), `message should not say supervised: ${show(body.message)}`);
+        return body;
     });
 
-    await s.check('no transport errors on the earned-trust server session; session ends', async () => {
+    await s.check('earned trust: rejections at level 1 never turn Sarah off (no 3rd trust_transition; the next send is still a level-1 draft)', async () => {
+        expect(atOne, 'needs the level-1 action');
+        const body = await callOk(personClientE, 'action.reject', { decision_id: atOne.decision_id, reason: 'No' });
+        expectEqual(body.message, 'Rejected: nothing will be sent.', 'action.reject message');
+        const again = await communicate(clientE, { to: SARAH, message: 'Coffee then?' }, 'pending_approval', 'action.communicate(after a rejection at level 1)');
+        expect(again.message.includes('trust level 1'), `message should say trust level 1: ${show(again.message)}`);
+        await callOk(personClientE, 'action.reject', { decision_id: again.decision_id }, 'action.reject(again at level 1)');
+        expectEqual((await trustTransitions()).length, 2, 'trust_transition decisions');
+        await communicate(clientE, { to: SARAH, message: 'Tea?' }, 'pending_approval', 'action.communicate(after two rejections at level 1)');
+    });
+
+    await s.check('no transport errors on the earned-trust server sessions; sessions end', async () => {
         expect(errorsE.length === 0, `client.onerror saw: ${errorsE.map(describeError).join(' | ')}`);
         await closeClient(clientE);
+        await closeClient(personClientE);
     });
     await s.check('SIGTERM stops the earned-trust server with exit code 0', () => expectSigtermExit0(serverE));
 
@@ -824,10 +930,10 @@ await suite.run(async s => {
     dataDirs.push(['race', dirF]);
     const jsonlF = join(files, 'race.jsonl');
     const configF = await writeConfig(files, 'race.toml', { connector: 'outbox', jsonl_path: jsonlF });
-    const tokenF = await s.check('race data dir: `cortex demo`, trust Sarah 1 (CLI), token create', async () => {
+    const [tokenF, personF] = await s.check("race data dir: `cortex demo`, trust Sarah 1 (CLI), the agent's and a person's token", async () => {
         await loadDemo(dirF);
         await trustSet(dirF, SARAH, 1);
-        return createToken(dirF, WORKSPACE, 'read,act');
+        return [await createToken(dirF, WORKSPACE, 'read,act'), await createPersonToken(dirF)];
     }, { fatal: true });
     const serverF = await s.check('serve --config (outbox, jsonl_path) starts on the race data dir', () => startServer(s, dirF, { args: ['--config', configF] }), {
         fatal: true
@@ -839,11 +945,11 @@ await suite.run(async s => {
         communicate(clientF, { to: SARAH, message: 'Signed contract attached.', tone: 'warm' }, 'pending_approval')
     );
 
-    await s.check('race: 5 concurrent action.approve (own client and connection each): exactly one success, four isError not_pending', async () => {
+    await s.check("race: 5 concurrent action.approve with the person's token (own client and connection each): exactly one success, four isError not_pending", async () => {
         expect(racing, 'needs the pending action');
         // Each racer gets its own error list, checked before close() (which aborts its GET stream).
         const racerErrors = [];
-        const racers = await Promise.all(Array.from({ length: 5 }, () => connect(serverF, tokenF, racerErrors)));
+        const racers = await Promise.all(Array.from({ length: 5 }, () => connect(serverF, personF.token, racerErrors)));
         try {
             const results = await Promise.all(racers.map(c => c.callTool({ name: 'action.approve', arguments: { decision_id: racing.decision_id } })));
             const ok = results.filter(r => r?.isError !== true);
@@ -855,6 +961,8 @@ await suite.run(async s => {
             expectEqual(body.action_id, racing.action_id, 'winner action_id');
             expectEqual(failed.length, 4, 'failed approvals');
             for (const [i, r] of failed.entries()) expectToolError(r, 'not_pending', `losing action.approve ${i + 1}`);
+            const approvals = (await ledgerOf(dirF, racing.decision_id)).filter(e => e.event === 'approved');
+            expectEqual(approvals.map(e => e.detail.by), [{ channel: 'mcp', token_id: personF.id }], 'approved ledger entries');
             expect(racerErrors.length === 0, `client.onerror on the racing connections saw: ${racerErrors.map(describeError).join(' | ')}`);
         } finally {
             for (const c of racers) await closeClient(c).catch(() => {});

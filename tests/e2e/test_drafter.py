@@ -93,13 +93,15 @@ jsonl_path = "{self.outbox}"
         cli(self.data, "demo", "--data", self.data)
         cli(self.data, "trust", "set", "--data", self.data, "--workspace", "demo",
             "--scope", "sarah.chen@northwind.example", "--level", "3")
-        self.token = create_token(self.data, "demo", "read,act")
+        self.token = create_token(self.data, "demo", "read,act")  # the agent's
+        self.person = create_token(self.data, "demo", "read,approve")  # approves, rejects
         self.server = Server(self.data, ["--config", config, *self.server_args])
 
     def tearDown(self):
         code = self.server.terminate()
         self.server.kill()  # closes its log
         self.model.shutdown()
+        self.model.server_close()
         self.tmp.cleanup()
         self.assertEqual(code, 0)
 
@@ -185,7 +187,7 @@ class TestAModelCallHoldsUpNoOne(WithModel, unittest.TestCase):
     def test_only_a_call_that_may_wait_on_the_model_leaves_the_io_thread(self):
         port, token = self.server.port, self.token
         self.ingest("hello-1")
-        reject = call_tool(port, token, "action.reject",
+        reject = call_tool(port, self.person, "action.reject",
                            {"decision_id": "dec_01M8PS06M053VVFGPPNAWWM0AA", "reason": "no"})
         self.assertEqual(reject["structuredContent"]["error"], "not_found", reject)
         if self.fibers:

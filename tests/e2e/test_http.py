@@ -8,10 +8,12 @@ status a client sees and the JSON-RPC error code (or the tool's error code).
 """
 
 import base64
+import glob
 import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -64,6 +66,49 @@ def token_id_by_label(data_dir, workspace, label):
         if len(cols) >= 5 and cols[4] == label:
             return cols[0]
     raise AssertionError(f"no token labelled {label!r} in: {out!r}")
+
+
+ID_ONLY_RE = re.compile(r"^[a-z]+_[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+def store_rows(data_dir, sql):
+    """The rows (tuples of text) of `sql` run on the store behind `data_dir`: its SQLite file,
+    or the PostgreSQL database tests/pg/cortex-on-postgres made for it. For what no tool
+    shows, such as who approved an action (the ledger's `detail.by`)."""
+    url_file = os.path.join(data_dir, "postgres-url")
+    if os.path.exists(url_file):
+        with open(url_file) as f:
+            url = f.read().strip()
+        psql = shutil.which("psql") or next(iter(sorted(glob.glob(
+            "/usr/lib/postgresql/*/bin/psql"), reverse=True)), "psql")
+        p = subprocess.run([psql, url, "-XAtq", "-v", "ON_ERROR_STOP=1", "-F", "\t", "-c", sql],
+                           capture_output=True, text=True, timeout=30)
+        if p.returncode != 0:
+            raise RuntimeError(f"psql {sql!r} failed ({p.returncode}): {p.stderr}")
+        return [tuple(line.split("\t")) for line in p.stdout.splitlines() if line]
+    db = sqlite3.connect(f"file:{os.path.join(data_dir, 'cortex.db')}?mode=ro", uri=True,
+                         timeout=10)
+    try:
+        return [tuple(str(v) for v in row) for row in db.execute(sql)]
+    finally:
+        db.close()
+
+
+def ledger_of(data_dir, decision_id):
+    """A decision's ledger entries, oldest first: [{"id", "event", "detail"}]."""
+    assert ID_ONLY_RE.match(decision_id), decision_id
+    return [{"id": i, "event": event, "detail": json.loads(detail)}
+            for i, event, detail in store_rows(
+                data_dir, "SELECT id, event, detail FROM ledger WHERE decision_id = "
+                          f"'{decision_id}' ORDER BY seq")]
+
+
+def decision_details(data_dir, decision_id):
+    """A decision's stored details (a trust_transition's from/to levels and `by`)."""
+    assert ID_ONLY_RE.match(decision_id), decision_id
+    rows = store_rows(data_dir, f"SELECT details FROM decisions WHERE id = '{decision_id}'")
+    assert len(rows) == 1, rows
+    return json.loads(rows[0][0])
 
 
 class Server:
@@ -133,9 +178,14 @@ def setUpModule():
     tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-http-")
     data = tmp.name
     tokens = {
-        "alpha_rw": create_token(data, "alpha", "read,act"),
+        "alpha_rw": create_token(data, "alpha", "read,act"),  # an agent's
         "alpha_ro": create_token(data, "alpha", "read"),
+        # A person's: approves and rejects what the agent drafted, drafts nothing itself.
+        "alpha_person": create_token(data, "alpha", "read,approve", label="alpha-person"),
+        # A person who also drafts in their own client.
+        "alpha_owner": create_token(data, "alpha", "read,act,approve", label="alpha-owner"),
         "beta": create_token(data, "beta", "read,act"),
+        "beta_person": create_token(data, "beta", "read,approve"),
         "revoked": create_token(data, "alpha", "read,act", label="to-revoke"),
     }
     server = Server(data)
@@ -801,6 +851,11 @@ class TestTools(unittest.TestCase, RpcAsserts):
         self.assertEqual(workspace_status(self)["workspace"], "alpha")
         self.assertEqual(workspace_status(self, token=SRV["beta"])["workspace"], "beta")
         self.assertEqual(workspace_status(self, token=SRV["alpha_ro"])["scopes"], ["read"])
+        self.assertEqual(workspace_status(self)["scopes"], ["read", "act"])
+        self.assertEqual(workspace_status(self, token=SRV["alpha_person"])["scopes"],
+                         ["read", "approve"])
+        self.assertEqual(workspace_status(self, token=SRV["alpha_owner"])["scopes"],
+                         ["read", "act", "approve"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -950,6 +1005,251 @@ class TestIngest(unittest.TestCase, RpcAsserts):
     def test_get_episodes_is_405(self):
         r = request("GET", "/v1/episodes")
         self.assertEqual(r.status, 405, r)
+
+
+# --------------------------------------------------------------------------------------------
+# Approvals come from a person: the agent drafts, a person approves or rejects
+# --------------------------------------------------------------------------------------------
+
+class TestApprovalsComeFromAPerson(unittest.TestCase, RpcAsserts):
+    """An agent's token (read,act) drafts but neither approves nor rejects: those need the
+    `approve` scope of a person's token (read,approve, or read,act,approve for a person who
+    also drafts). The ledger names the token that approved or rejected; a rejection never
+    turns a counterparty off; an action that no rule speaks for is explained by its trust."""
+
+    def meet(self, name, address, history=()):
+        """A counterparty new to alpha (and to this test), with `history` episodes."""
+        lines = [{"type": "entity", "name": name, "identifiers": [address]}, *history]
+        r = request("POST", "/v1/episodes", body="".join(json.dumps(l) + "\n" for l in lines),
+                    headers={"Content-Type": "application/x-ndjson"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["entities_added"], 1, r)
+
+    def call_ok(self, name, args, token):
+        result = tool_result(self, call_tool(name, args, token=token))
+        self.assertIsNot(result.get("isError"), True, result)
+        sc = result["structuredContent"]
+        texts = [c for c in result.get("content", []) if c.get("type") == "text"]
+        self.assertEqual(json.loads(texts[0]["text"]), sc)
+        return sc
+
+    def draft(self, to, message, token=None, **extra):
+        """The agent drafts: a pending action carrying the text a person is asked to send."""
+        sc = self.call_ok("action.communicate", dict(extra, to=to, message=message),
+                          token or SRV["alpha_rw"])
+        self.assertEqual(sc["status"], "pending_approval", sc)
+        self.assertIsInstance(sc.get("draft"), str, sc)
+        self.assertTrue(sc["draft"], sc)
+        return sc
+
+    def status(self, decision_id):
+        cursor = None
+        while True:
+            args = {"decision_class": "action_proposed", "limit": 100}
+            if cursor:
+                args["cursor"] = cursor
+            page = self.call_ok("decision.list", args, SRV["alpha_ro"])
+            for d in page["decisions"]:
+                if d["decision_id"] == decision_id:
+                    return d["status"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return None
+
+    def inspect(self, decision_id):
+        return self.call_ok("decision.inspect", {"decision_id": decision_id}, SRV["alpha_ro"])
+
+    def transitions(self, address):
+        return self.call_ok("decision.list", {"decision_class": "trust_transition",
+                                              "counterparty": address, "limit": 100},
+                            SRV["alpha_ro"])["decisions"]
+
+    def by(self, label):
+        return {"channel": "mcp", "token_id": token_id_by_label(SRV["data"], "alpha", label)}
+
+    def test_communicate_returns_the_draft_a_person_will_approve(self):
+        to = "pia@approve.example"
+        self.meet("Pia Draft", to)
+        plain = self.draft(to, "Can we meet Tuesday?")
+        self.assertEqual(plain["draft"], "Can we meet Tuesday?")  # no tone: as given
+        warm = self.draft(to, "Lunch on Friday?", tone="warm")
+        self.assertEqual(warm["draft"], "Hi Pia,\n\nLunch on Friday?\n\nThanks so much!")
+        # The very text the ledger holds for the proposal, and that an approval sends.
+        ledger = ledger_of(SRV["data"], warm["decision_id"])
+        self.assertEqual([e["event"] for e in ledger], ["proposed"], ledger)
+        self.assertEqual(ledger[0]["detail"]["draft"], warm["draft"], ledger)
+        done = self.call_ok("action.approve", {"decision_id": warm["decision_id"]},
+                            SRV["alpha_person"])
+        self.assertEqual((done["status"], done["draft"]), ("success", warm["draft"]), done)
+        # The tool declares it.
+        tools = tool_result(self, modern("tools/list", id=7))["tools"]
+        schema = next(t for t in tools if t["name"] == "action.communicate")["outputSchema"]
+        result = schema["anyOf"][0]  # the other branch is the error body
+        self.assertEqual(result["properties"]["draft"]["type"], "string", schema)
+
+    def test_an_agent_token_can_neither_approve_nor_reject(self):
+        to = "quinn@approve.example"
+        self.meet("Quinn Agent", to)
+        d = self.draft(to, "Shall I book the usual room?")
+        did = d["decision_id"]
+        before = self.inspect(did)
+        for tool, args in (("action.approve", {}),
+                           ("action.approve", {"message": "edited by the agent"}),
+                           ("action.reject", {"reason": "the agent says no"})):
+            with self.subTest(tool=tool, args=args):
+                sc = self.assertToolError(call_tool(tool, dict(args, decision_id=did)),
+                                          "unauthorized")
+                self.assertEqual(sc["message"],
+                                 f"this token lacks the 'approve' scope that {tool} needs")
+                self.assertNotIn("decision_id", sc)
+        # Nothing happened: still pending, nothing recorded, trust unmoved.
+        self.assertEqual(self.status(did), "pending")
+        self.assertEqual(self.inspect(did), before)
+        self.assertEqual([e["event"] for e in ledger_of(SRV["data"], did)], ["proposed"])
+        self.assertEqual(self.transitions(to), [])
+        # The refusal does not depend on the id: the agent cannot probe which exist.
+        forged = did[:-4] + ("0000" if not did.endswith("0000") else "0001")
+        self.assertEqual(
+            tool_result(self, call_tool("action.approve", {"decision_id": forged})),
+            tool_result(self, call_tool("action.approve", {"decision_id": did})))
+        # A person can: it really was pending.
+        done = self.call_ok("action.approve", {"decision_id": did}, SRV["alpha_person"])
+        self.assertEqual(done["status"], "success", done)
+
+    def test_a_persons_token_approves_and_the_ledger_names_it(self):
+        to = "ray@approve.example"
+        self.meet("Ray Approve", to)
+        d = self.draft(to, "The report is attached.")
+        did = d["decision_id"]
+        done = self.call_ok("action.approve", {"decision_id": did}, SRV["alpha_person"])
+        self.assertEqual((done["status"], done["decision_id"], done["action_id"], done["draft"]),
+                         ("success", did, d["action_id"], d["draft"]), done)
+        self.assertIn(self.status(did), ("executed", "delivered"))
+        ledger = ledger_of(SRV["data"], did)
+        self.assertEqual([e["event"] for e in ledger][:3], ["proposed", "approved", "executed"],
+                         ledger)
+        self.assertEqual(ledger[1]["detail"], {"edited": False, "by": self.by("alpha-person")},
+                         ledger)
+        # decision.inspect links the decision to its ledger, and says who moved it.
+        inspected = self.inspect(did)
+        self.assertIn(inspected["ledger_entry_id"], [e["id"] for e in ledger])
+        self.assertIn(inspected["status"], ("executed", "delivered"))
+        self.assertEqual([(h["event"], h.get("by")) for h in inspected["history"]][:3],
+                         [("proposed", None), ("approved", self.by("alpha-person")),
+                          ("executed", self.by("alpha-person"))], inspected)
+        self.assertTrue(inspected["level_reason"].startswith("Held for your approval: trust for "
+                                                             "communicate with Ray Approve is "
+                                                             "level 1"), inspected)
+        # Once is enough: the person's second approval finds it no longer pending.
+        again = self.assertToolError(call_tool("action.approve", {"decision_id": did},
+                                               token=SRV["alpha_person"]), "not_pending")
+        self.assertRegex(again["message"], r"is (executed|delivered), not pending")
+
+    def test_a_persons_token_rejects_and_the_ledger_names_it(self):
+        to = "sol@approve.example"
+        self.meet("Sol Reject", to)
+        d = self.draft(to, "Can you send the invoice again?")
+        did = d["decision_id"]
+        done = self.call_ok("action.reject", {"decision_id": did, "reason": "Not now"},
+                            SRV["alpha_person"])
+        self.assertEqual((done["status"], done["decision_id"]), ("success", did), done)
+        self.assertEqual(done["message"], "Rejected: nothing will be sent.")
+        self.assertEqual(self.status(did), "rejected")
+        ledger = ledger_of(SRV["data"], did)
+        self.assertEqual([(e["event"], e["detail"]) for e in ledger][1:],
+                         [("rejected", {"reason": "Not now", "by": self.by("alpha-person")})],
+                         ledger)
+
+    def test_a_person_who_also_drafts_edits_and_approves(self):
+        to = "tess@approve.example"
+        self.meet("Tess Owner", to)
+        d = self.draft(to, "Draft one.", token=SRV["alpha_owner"])
+        edited = "Draft two, in my own words."
+        done = self.call_ok("action.approve", {"decision_id": d["decision_id"],
+                                               "message": edited}, SRV["alpha_owner"])
+        self.assertEqual((done["status"], done["draft"]), ("success", edited), done)
+        approved = [e for e in ledger_of(SRV["data"], d["decision_id"])
+                    if e["event"] == "approved"]
+        self.assertEqual([e["detail"] for e in approved],
+                         [{"edited": True, "draft_before": d["draft"], "draft": edited,
+                           "by": self.by("alpha-owner")}])
+
+    def test_a_persons_approve_token_drafts_nothing(self):
+        sc = self.assertToolError(call_tool("action.communicate", {
+            "to": "uma@approve.example", "message": "hi"}, token=SRV["alpha_person"]),
+            "unauthorized")
+        self.assertEqual(sc["message"],
+                         "this token lacks the 'act' scope that action.communicate needs")
+        self.assertToolError(call_tool("entity.lookup", {"identifier": "uma@approve.example"},
+                                       token=SRV["alpha_person"]), "not_found")
+
+    def test_a_rejection_never_turns_a_counterparty_off(self):
+        to = "rex@approve.example"
+        self.meet("Rex Level", to)
+        # Level 1 (the built-in default): a rejection leaves it there.
+        d1 = self.draft(to, "First try.")
+        self.assertIn("trust level 1", d1["message"])
+        r = self.call_ok("action.reject", {"decision_id": d1["decision_id"]}, SRV["alpha_person"])
+        self.assertEqual(r["message"], "Rejected: nothing will be sent.")
+        self.assertEqual(self.transitions(to), [])
+        d2 = self.draft(to, "Second try.")  # still a draft, not trust_insufficient
+        self.assertIn("trust level 1", d2["message"])
+        # A person raises it to 2 with the CLI: a trust_transition naming the channel.
+        out = cli(SRV["data"], "trust", "set", "--data", SRV["data"], "--workspace", "alpha",
+                  "--scope", to, "--level", "2").stdout
+        set_by_person = re.search(r"decision (dec_\w+)", out).group(1)
+        self.assertEqual(self.inspect(set_by_person)["payload_summary"],
+                         "Raise communicate trust for Rex Level from 1 (draft) to 2 "
+                         "(supervised) set by a person (cli).")
+        details = decision_details(SRV["data"], set_by_person)
+        self.assertEqual((details["from_level"], details["to_level"], details["by"]),
+                         (1, 2, {"channel": "cli"}), details)
+        d3 = self.draft(to, "Third try.")
+        self.assertIn("trust level 2", d3["message"])
+        why = self.call_ok("meta.why_this_action", {"action_id": d3["action_id"]},
+                           SRV["alpha_ro"])
+        self.assertEqual(why["rule_summary"],
+                         "Sent after the undo window unless you reject it: trust for "
+                         "communicate with Rex Level is level 2 (supervised, from entity).")
+        # A rejection at 2 lowers it to 1, and says who.
+        r = self.call_ok("action.reject", {"decision_id": d3["decision_id"]}, SRV["alpha_person"])
+        self.assertEqual(r["message"], "Rejected: nothing will be sent. Lower communicate trust "
+                         "for Rex Level from 2 (supervised) to 1 (draft) after a rejection.")
+        lowered = [t for t in self.transitions(to) if t["decision_id"] != set_by_person]
+        self.assertEqual(len(lowered), 1, lowered)
+        details = decision_details(SRV["data"], lowered[0]["decision_id"])
+        self.assertEqual((details["from_level"], details["to_level"], details["by"],
+                          details["evidence_decision_ids"]),
+                         (2, 1, self.by("alpha-person"), [d3["decision_id"]]), details)
+        # Rejections at 1 keep it at 1: the next send is still a draft.
+        r = self.call_ok("action.reject", {"decision_id": d2["decision_id"]}, SRV["alpha_person"])
+        self.assertEqual(r["message"], "Rejected: nothing will be sent.")
+        d4 = self.draft(to, "Fourth try.")
+        self.assertIn("trust level 1", d4["message"])
+        r = self.call_ok("action.reject", {"decision_id": d4["decision_id"]}, SRV["alpha_person"])
+        self.assertEqual(r["message"], "Rejected: nothing will be sent.")
+        self.assertEqual(len(self.transitions(to)), 2)
+        self.draft(to, "Fifth try.")
+
+    def test_an_action_no_rule_speaks_for_is_explained_by_its_trust(self):
+        to = "eve@approve.example"
+        # Eve wrote first: the draft answers her message, triaged by the default policy (no
+        # rule), whose text says nothing about sending.
+        self.meet("Eve Explain", to, history=[{
+            "type": "episode", "kind": "message_received", "occurred_at": "2026-11-30T07:00:00Z",
+            "counterparty": to, "summary": "Eve: 'Can we talk?'"}])
+        d = self.draft(to, "Sure, 3pm?", tone="warm")
+        want = ("Held for your approval: trust for communicate with Eve Explain is level 1 "
+                "(draft, from built-in default).")
+        why = self.call_ok("meta.why_this_action", {"action_id": d["action_id"]}, SRV["alpha_ro"])
+        self.assertEqual((why["rule_summary"], why["confidence"]), (want, "just_guessing"), why)
+        self.assertEqual([e["summary"] for e in why["contributing_episodes"]],
+                         ["Eve: 'Can we talk?'"], why)
+        inspected = self.inspect(d["decision_id"])
+        self.assertEqual(inspected["reasoning"]["rule_summary"], want, inspected)
+        self.assertNotIn("rule_id", inspected["reasoning"], inspected)
+        triage = self.inspect(inspected["triage_decision_id"])
+        self.assertIn("default policy", triage["reasoning"]["rule_summary"], triage)
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 "Two workspaces: no tool, list, cursor or ingest of one ever reveals, approves or counts
 against the other (an id from another workspace is `not_found`, the same answer as an id
 that never existed). A `read` token cannot act; a revoked token stops working at once."
+Approvals come from a person: an agent's `read,act` token drafts but cannot approve or
+reject (that needs the `approve` scope of a person's token), and a person's token of one
+workspace cannot approve or reject the drafts of another.
 
 Every test class starts its own `cortex serve` on a fresh data directory holding two
 workspaces:
@@ -230,11 +233,14 @@ class TwoWorkspaces(unittest.TestCase, RpcAsserts):
         out = cli(data, "demo", "--data", data).stdout
         # B's copies of demo-0001... are not A's: both demo batches skip nothing.
         assert len(re.findall(r"\b0 duplicates skipped", out)) == 2, out
+        # *_rw: an agent's token (drafts); *_person: a person's (approves and rejects).
         cls.tok = {
             "a_rw": create_token(data, A, "read,act", label="a-rw"),
             "a_ro": create_token(data, A, "read", label="a-ro"),
+            "a_person": create_token(data, A, "read,approve", label="a-person"),
             "b_rw": create_token(data, B, "read,act", label="b-rw"),
             "b_ro": create_token(data, B, "read", label="b-ro"),
+            "b_person": create_token(data, B, "read,approve", label="b-person"),
         }
         cls.extra_args = []
         if cls.config is not None:
@@ -413,7 +419,9 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
         covered = {(tool, field) for tool, field, _ in self.id_cases(A)}
         self.assertEqual(takes_id - covered, set(), "tools taking an id not covered here")
 
-    def _check_direction(self, owner, caller_token, owner_token):
+    def _check_direction(self, owner, caller, owner_token):
+        """`caller` ("a" or "b") calls with its agent's token, and approves and rejects with
+        its person's token (the agent's is refused for want of the scope, whatever the id)."""
         for tool, field, real in self.id_cases(owner):
             missing = forge(real)
             with self.subTest(owner=owner, tool=tool, field=field, id=real):
@@ -421,6 +429,14 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
                 if tool not in ("action.approve", "action.reject", "action.communicate"):
                     r = self.call_case(owner_token, tool, field, missing)
                     self.assertToolError(r, "not_found")
+                caller_token = self.tok[caller + "_rw"]
+                if tool in ("action.approve", "action.reject"):
+                    agent = self.call_case(caller_token, tool, field, real)
+                    self.assertToolError(agent, "unauthorized")
+                    self.assertSameAnswer(agent, real, self.call_case(caller_token, tool, field,
+                                                                      missing), missing,
+                                          f"{tool} with the agent's token")
+                    caller_token = self.tok[caller + "_person"]
                 foreign = self.call_case(caller_token, tool, field, real)
                 never = self.call_case(caller_token, tool, field, missing)
                 want = "invalid_arguments" if tool == "action.communicate" else "not_found"
@@ -430,10 +446,10 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
                 self.assertNoIdsOf(foreign, foreign_ids, allowed={real}, what=tool)
 
     def test_a_ids_from_b_are_not_found_like_ids_that_never_existed(self):
-        self._check_direction(A, self.tok["b_rw"], self.tok["a_rw"])
+        self._check_direction(A, "b", self.tok["a_rw"])
 
     def test_b_ids_from_a_are_not_found_like_ids_that_never_existed(self):
-        self._check_direction(B, self.tok["a_rw"], self.tok["b_rw"])
+        self._check_direction(B, "a", self.tok["b_rw"])
 
     def test_b_cannot_approve_or_reject_a_pending_decision(self):
         a, b = self.tok["a_rw"], self.tok["b_rw"]
@@ -447,16 +463,21 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
         for tool, extra in (("action.approve", {"message": "sent by beta"}),
                             ("action.approve", {}),
                             ("action.reject", {"reason": "beta says no"})):
-            self.assertToolError(self.api.call(b, tool, dict(extra, decision_id=dec)),
-                                 "not_found")
+            with self.subTest(tool=tool, extra=extra):
+                # B's person: the decision is not theirs to know of.
+                self.assertToolError(self.api.call(self.tok["b_person"], tool,
+                                                   dict(extra, decision_id=dec)), "not_found")
+                # B's agent: may not approve at all.
+                self.assertToolError(self.api.call(b, tool, dict(extra, decision_id=dec)),
+                                     "unauthorized")
         # From A: untouched, still pending, nothing executed or recorded.
         self.assertEqual(self.decision_status(a, dec), "pending")
         self.assertEqual(self.decision(a, dec), a_decision_before)
         self.assertEqual(self.status_of(a), a_before)
         self.assertEqual(self.status_of(b), b_before)
         self.assertNotIn(dec, self.decision_ids(b))
-        # ... and A can still act on it: it really was pending all along.
-        res = self.ok(self.api.call(a, "action.reject", {"decision_id": dec}))
+        # ... and A's person can still act on it: it really was pending all along.
+        res = self.ok(self.api.call(self.tok["a_person"], "action.reject", {"decision_id": dec}))
         self.assertNotEqual(res.get("status"), "error", res)
         self.assertEqual(self.decision_status(a, dec), "rejected")
 
@@ -507,7 +528,8 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
                  ("action.approve", {"decision_id": forge(a_dec)}),
                  ("meta.why_this_action", {"action_id": a_act}),
                  ("meta.why_this_action", {"action_id": forge(a_act)})]
-        replies, proc = stdio_calls(self.data, self.tok["b_rw"], calls)
+        # B's person (read,approve): A's ids are unknown, like ids that never existed.
+        replies, proc = stdio_calls(self.data, self.tok["b_person"], calls)
         self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
         for i in range(0, len(calls), 2):
             real, fake = replies[i], replies[i + 1]
@@ -518,6 +540,14 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
             fake_id = list(calls[i + 1][1].values())[0]
             norm = lambda m, ident: json.loads(json.dumps(m["result"]).replace(ident, "<ID>"))
             self.assertEqual(norm(real, real_id), norm(fake, fake_id), calls[i][0])
+        # B's agent (read,act): refused for want of the scope, whatever the id.
+        replies, proc = stdio_calls(self.data, self.tok["b_rw"], calls[2:4])
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        for reply in replies:
+            self.assertIsNotNone(reply, proc.stdout)
+            self.assertEqual(reply["result"]["structuredContent"],
+                             {"status": "error", "error": "unauthorized", "message":
+                              "this token lacks the 'approve' scope that action.approve needs"})
         self.assertEqual(self.decision_status(self.tok["a_rw"], a_dec), "pending")
 
 
@@ -706,7 +736,8 @@ class TestCountsAndIngest(TwoWorkspaces):
         prop = self.ok(self.api.call(a, "action.communicate", {
             "to": "brand.new@alpha.example", "message": "Hello there"}))
         self.assertEqual(prop["status"], "pending_approval", prop)
-        self.ok(self.api.call(a, "action.approve", {"decision_id": prop["decision_id"]}))
+        self.ok(self.api.call(self.tok["a_person"], "action.approve",
+                              {"decision_id": prop["decision_id"]}))
         # Let A's delivery finish, so no later snapshot of A sees executed -> delivered.
         deadline = time.monotonic() + 10
         while (self.decision_status(a, prop["decision_id"]) != "delivered"
@@ -839,7 +870,8 @@ class TestTrustAndRules(TwoWorkspaces):
             p = self.ok(self.api.call(b, "action.communicate", {
                 "to": "sarah.chen@northwind.example", "message": f"Update {i}"}))
             self.assertIn("trust level 1", p["message"], p)
-            done = self.ok(self.api.call(b, "action.approve", {"decision_id": p["decision_id"]}))
+            done = self.ok(self.api.call(self.tok["b_person"], "action.approve",
+                                         {"decision_id": p["decision_id"]}))
             self.assertEqual(done["status"], "success", done)
         p = self.ok(self.api.call(b, "action.communicate", {
             "to": "sarah.chen@northwind.example", "message": "Update 4"}))
@@ -970,19 +1002,22 @@ class TestSessions(TwoWorkspaces):
         self._check(self.tok["b_rw"], self.tok["a_rw"])
 
     def test_b_session_tools_see_only_b(self):
-        b = self.tok["b_rw"]
-        sid = self.api.open_session(b)
-        st = self.ok(self.api.session_call(b, sid, "workspace.status"))
-        self.assertEqual(st["workspace"], B)
         a_dec = self.a_pending["decision_id"]
-        for tool in ("decision.inspect", "action.approve", "action.reject"):
-            with self.subTest(tool=tool):
-                real = self.api.session_call(b, sid, tool, {"decision_id": a_dec})
-                fake = self.api.session_call(b, sid, tool, {"decision_id": forge(a_dec)})
-                self.assertToolError(real, "not_found")
-                self.assertSameAnswer(real, a_dec, fake, forge(a_dec), tool)
-        r = self.api.session_call(b, sid, "decision.list", {"limit": 100})
-        self.assertNoIdsOf(r, self.a_ids, what="decision.list in B's session")
+        # B's agent reads; B's person (in a session of their own) approves and rejects.
+        for who, tools in (("b_rw", ("decision.inspect",)),
+                           ("b_person", ("decision.inspect", "action.approve", "action.reject"))):
+            b = self.tok[who]
+            sid = self.api.open_session(b)
+            st = self.ok(self.api.session_call(b, sid, "workspace.status"))
+            self.assertEqual(st["workspace"], B)
+            for tool in tools:
+                with self.subTest(token=who, tool=tool):
+                    real = self.api.session_call(b, sid, tool, {"decision_id": a_dec})
+                    fake = self.api.session_call(b, sid, tool, {"decision_id": forge(a_dec)})
+                    self.assertToolError(real, "not_found")
+                    self.assertSameAnswer(real, a_dec, fake, forge(a_dec), tool)
+            r = self.api.session_call(b, sid, "decision.list", {"limit": 100})
+            self.assertNoIdsOf(r, self.a_ids, what=f"decision.list in B's session ({who})")
         self.assertEqual(self.decision_status(self.tok["a_rw"], a_dec), "pending")
 
     def test_same_workspace_tokens_share_sessions_other_workspace_does_not(self):
@@ -1003,6 +1038,9 @@ class TestSessions(TwoWorkspaces):
 
 class TestReadScope(TwoWorkspaces):
     ACT_TOOLS = ("action.communicate", "action.approve", "action.reject")
+    # The scope each needs: an agent's `act` drafts, a person's `approve` approves.
+    SCOPE = {"action.communicate": "act", "action.approve": "approve",
+             "action.reject": "approve"}
 
     def world(self):
         a = self.tok["a_rw"]
@@ -1021,7 +1059,8 @@ class TestReadScope(TwoWorkspaces):
 
     def assertRefused(self, resp, tool, id=7):
         sc = self.assertToolError(resp, "unauthorized", id=id)
-        self.assertEqual(sc["message"], f"this token lacks the 'act' scope that {tool} needs")
+        self.assertEqual(sc["message"],
+                         f"this token lacks the '{self.SCOPE[tool]}' scope that {tool} needs")
 
     def test_read_token_cannot_act_and_nothing_changes(self):
         ro = self.tok["a_ro"]
@@ -1046,6 +1085,35 @@ class TestReadScope(TwoWorkspaces):
                 self.assertRefused(self.api.session_call(ro, sid, tool, args), tool)
         self.assertEqual(self.world(), before)
 
+    def test_agent_token_cannot_approve_or_reject_and_nothing_changes(self):
+        rw = self.tok["a_rw"]
+        sid = self.api.open_session(rw)
+        before = self.world()
+        for tool, args in self.act_calls():
+            if tool == "action.communicate":
+                continue
+            with self.subTest(tool=tool, args=args):
+                self.assertRefused(self.api.call(rw, tool, args), tool)
+                self.assertRefused(self.api.session_call(rw, sid, tool, args), tool)
+        self.assertEqual(self.world(), before)
+        self.assertEqual(self.decision_status(rw, self.a_pending["decision_id"]), "pending")
+        st = self.status_of(rw)
+        self.assertEqual(st["scopes"], ["read", "act"])
+
+    def test_person_token_cannot_draft_and_nothing_changes(self):
+        person = self.tok["a_person"]
+        self.assertEqual(self.status_of(person)["scopes"], ["read", "approve"])
+        before = self.world()
+        for tool, args in self.act_calls():
+            if tool != "action.communicate":
+                continue
+            with self.subTest(args=args):
+                self.assertRefused(self.api.call(person, tool, args), tool)
+        self.assertEqual(self.world(), before)
+        self.assertToolError(self.api.call(person, "entity.lookup",
+                                           {"identifier": "never.seen@alpha.example"}),
+                             "not_found")
+
     def test_read_token_cannot_ingest(self):
         ro = self.tok["a_ro"]
         before = self.world()
@@ -1058,13 +1126,16 @@ class TestReadScope(TwoWorkspaces):
     def test_read_token_refusal_does_not_depend_on_the_id(self):
         # The scope check answers the same for A's id, B's id and a made-up one: a read token
         # cannot probe which decisions exist.
-        ro = self.tok["a_ro"]
+        # So does an agent's read,act token, which lacks `approve`.
         dec_a, dec_b = self.a_pending["decision_id"], self.b_pending["decision_id"]
-        for tool in ("action.approve", "action.reject"):
-            answers = [normalized(self.api.call(ro, tool, {"decision_id": d}), d)
-                       for d in (dec_a, dec_b, forge(dec_a))]
-            self.assertEqual(answers[0], answers[1], tool)
-            self.assertEqual(answers[0], answers[2], tool)
+        for who in ("a_ro", "a_rw"):
+            for tool in ("action.approve", "action.reject"):
+                with self.subTest(token=who, tool=tool):
+                    answers = [normalized(self.api.call(self.tok[who], tool,
+                                                        {"decision_id": d}), d)
+                               for d in (dec_a, dec_b, forge(dec_a))]
+                    self.assertEqual(answers[0], answers[1], tool)
+                    self.assertEqual(answers[0], answers[2], tool)
 
     def test_read_tools_work_with_a_read_token(self):
         ro, rw = self.tok["a_ro"], self.tok["a_rw"]
@@ -1083,6 +1154,8 @@ class TestReadScope(TwoWorkspaces):
                 ("entity.lookup", {"identifier": "@sarahc"})):
             with self.subTest(tool=tool):
                 self.assertEqual(self.ok(self.api.call(ro, tool, args)),
+                                 self.ok(self.api.call(rw, tool, args)))
+                self.assertEqual(self.ok(self.api.call(self.tok["a_person"], tool, args)),
                                  self.ok(self.api.call(rw, tool, args)))
 
 
@@ -1158,10 +1231,15 @@ class TestRevocation(TwoWorkspaces):
         self.assertEqual(self.status_of(self.tok["a_rw"]), before)
 
     def test_revoked_token_cannot_approve(self):
-        tok = self.new_token("rev-approve")
-        prop = self.ok(self.api.call(tok, "action.communicate", {
-            "to": "@jkim", "message": "Please renew the staging certs."}))
+        # A person's token approves the agent's first draft; revoked, it cannot approve or
+        # reject the second.
+        tok = self.new_token("rev-approve", scopes="read,approve")
+        first, prop = (self.ok(self.api.call(self.tok["a_rw"], "action.communicate", {
+            "to": "@jkim", "message": m})) for m in ("Please renew the staging certs.",
+                                                      "And the prod ones next week."))
         self.assertEqual(prop["status"], "pending_approval", prop)
+        done = self.ok(self.api.call(tok, "action.approve", {"decision_id": first["decision_id"]}))
+        self.assertEqual(done["status"], "success", done)
         self.revoke("rev-approve")
         self.assertUnauthorized(self.api.call(tok, "action.approve",
                                               {"decision_id": prop["decision_id"]}))
@@ -1171,6 +1249,7 @@ class TestRevocation(TwoWorkspaces):
         # Only that token is affected: its workspace's other tokens and B's keep working.
         self.assertEqual(self.status_of(self.tok["a_rw"])["workspace"], A)
         self.assertEqual(self.status_of(self.tok["a_ro"])["workspace"], A)
+        self.assertEqual(self.status_of(self.tok["a_person"])["workspace"], A)
         self.assertEqual(self.status_of(self.tok["b_rw"])["workspace"], B)
 
     def test_b_cannot_revoke_a_token(self):

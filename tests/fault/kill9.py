@@ -2,8 +2,10 @@
 """kill -9 durability harness for `cortex serve` (Python 3 stdlib only).
 
 Drives a bounded mixed load against one data directory -- action.communicate to
-counterparties at trust levels 1, 2 and 3, action.approve (some with edits, some twice at
-once, some retried after a lost reply), action.reject, and POST /v1/episodes batches --
+counterparties at trust levels 1, 2 and 3 (each client an agent with a read,act token),
+action.approve (some with edits, some twice at once, some retried after a lost reply) and
+action.reject (with each client's person's read,approve token), and POST /v1/episodes
+batches --
 and SIGKILLs the server at random moments, restarting it on the same --data each time.
 Delivery goes through the webhook connector to a receiver in this process, which checks
 every signature and records every POST with its Idempotency-Key.
@@ -24,7 +26,8 @@ undo window passed) and checks:
     duplicate;
   * per action, the ledger (read from the SQLite store) holds at most one approved,
     executed and delivered entry, never executed after rejected/expired/refused, and
-    executed actions have an outbox row;
+    executed actions have an outbox row; every approved and rejected entry names the
+    person's token that made it (by: {"channel": "mcp", "token_id": ...});
   * every episode of an acknowledged ingest batch is stored; a batch whose reply was lost
     is stored whole or not at all.
 
@@ -436,11 +439,15 @@ class Book:
 
 
 class Client(threading.Thread):
-    def __init__(self, idx, server, token, book, stop, rng, pace):
+    """An agent (`token`: read,act) that drafts and ingests, and its person (`person`:
+    read,approve) who approves and rejects the drafts."""
+
+    def __init__(self, idx, server, token, person, book, stop, rng, pace):
         super().__init__(name=f"client-{idx}", daemon=True)
         self.idx = idx
         self.server = server
         self.token = token
+        self.person = person
         self.book = book
         self.stop = stop
         self.rng = rng
@@ -480,15 +487,16 @@ class Client(threading.Thread):
         return call_tool(self.port(), self.token, name, args)
 
     def answer_until_known(self, name, args, budget_s=25):
-        """Sends the call until it gets an answer (retrying across restarts, as a real client
-        would after a lost reply). Returns (body_or_None, attempts)."""
+        """Sends the call, with the person's token, until it gets an answer (retrying across
+        restarts, as a real client would after a lost reply). Returns (body_or_None,
+        attempts)."""
         until = time.monotonic() + budget_s
         attempts = 0
         while time.monotonic() < until:
             port, inc = self.server.current()
             attempts += 1
             try:
-                status, body, raw = call_tool(port, self.token, name, args)
+                status, body, raw = call_tool(port, self.person, name, args)
                 if body is not None:
                     return body, attempts
                 self.book.bump("http_errors")
@@ -737,15 +745,29 @@ def write_config(path, receiver_url):
         f.write(text)
 
 
+def create_token(bin_path, data, scopes, label):
+    p = cli(bin_path, "token", "create", "--data", data, "--workspace", WORKSPACE,
+            "--scopes", scopes, "--label", label)
+    if p.returncode != 0:
+        raise HarnessError(f"token create failed: {p.stderr}")
+    return p.stdout.strip().splitlines()[-1].strip()
+
+
 def setup_store(bin_path, data, n_clients, per_level):
-    """The workspace, its tokens, counterparties at each level, and the trust settings."""
-    tokens = []
-    for i in range(n_clients + 1):
-        p = cli(bin_path, "token", "create", "--data", data, "--workspace", WORKSPACE,
-                "--scopes", "read,act", "--label", f"kill9-{i}")
-        if p.returncode != 0:
-            raise HarnessError(f"token create failed: {p.stderr}")
-        tokens.append(p.stdout.strip().splitlines()[-1].strip())
+    """The workspace, its tokens (an agent's per client and one more for the checks; a
+    person's per client), counterparties at each level, and the trust settings. Returns
+    (agent tokens, person tokens, {person token id: label}, entities)."""
+    tokens = [create_token(bin_path, data, "read,act", f"kill9-{i}")
+              for i in range(n_clients + 1)]
+    persons = [create_token(bin_path, data, "read,approve", f"kill9-person-{i}")
+               for i in range(n_clients)]
+    p = cli(bin_path, "token", "list", "--data", data, "--workspace", WORKSPACE)
+    if p.returncode != 0:
+        raise HarnessError(f"token list failed: {p.stderr}")
+    person_ids = {cols[0]: cols[4] for cols in (l.split("\t") for l in p.stdout.splitlines())
+                  if len(cols) >= 5 and cols[4].startswith("kill9-person-")}
+    if len(person_ids) != n_clients:
+        raise HarnessError(f"token list shows {len(person_ids)} person tokens: {p.stdout}")
     lines, entities = [], []
     for level in LEVELS:
         for i in range(per_level):
@@ -762,7 +784,7 @@ def setup_store(bin_path, data, n_clients, per_level):
                 f"tag:l{level}", "--level", str(level))
         if p.returncode != 0:
             raise HarnessError(f"cortex trust set failed: {p.stderr}")
-    return tokens, entities
+    return tokens, persons, person_ids, entities
 
 
 def open_db(data):
@@ -920,15 +942,16 @@ def main():
 
 
 def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
-    tokens, seed_entities = setup_store(bin_path, data, opts.clients, per_level=12)
+    tokens, persons, person_ids, seed_entities = setup_store(bin_path, data, opts.clients,
+                                                            per_level=12)
     check_token = tokens[-1]
     book = Book()
     book.entities.extend(seed_entities)
     server.start()
 
     stop = threading.Event()
-    clients = [Client(i, server, tokens[i], book, stop, random.Random(rng.random()), opts.pace)
-               for i in range(opts.clients)]
+    clients = [Client(i, server, tokens[i], persons[i], book, stop, random.Random(rng.random()),
+                      opts.pace) for i in range(opts.clients)]
     for c in clients:
         c.start()
 
@@ -1104,9 +1127,13 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
     outbox = {r["action_id"]: dict(r) for r in db.execute(
         "SELECT action_id, status, attempts, body FROM outbox WHERE workspace_id = ?", (ws,))}
     ledger = {}
-    for r in db.execute("SELECT action_id, decision_id, event FROM ledger WHERE "
+    by_person = {}  # action id -> [(event, detail.by)] of its approved / rejected entries
+    for r in db.execute("SELECT action_id, decision_id, event, detail FROM ledger WHERE "
                         "workspace_id = ? ORDER BY seq", (ws,)):
         ledger.setdefault(r["action_id"], []).append(r["event"])
+        if r["event"] in ("approved", "rejected"):
+            by_person.setdefault(r["action_id"], []).append(
+                (r["event"], json.loads(r["detail"]).get("by")))
     db_status = {r["id"]: r["status"] for r in db.execute(
         "SELECT id, status FROM decisions WHERE workspace_id = ? AND class = 'action_proposed'",
         (ws,))}
@@ -1193,6 +1220,13 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
     for aid in outbox:
         if "executed" not in ledger.get(aid, []):
             failures.append(f"outbox row {aid} without an executed ledger entry")
+    # Only the clients' persons approve and reject, and the ledger says which of them did.
+    for aid, entries in sorted(by_person.items()):
+        for event, by in entries:
+            if not (isinstance(by, dict) and set(by) == {"channel", "token_id"} and
+                    by["channel"] == "mcp" and by["token_id"] in person_ids):
+                failures.append(f"action {aid}: its '{event}' ledger entry names {by!r}, not "
+                                f"one of the person tokens {sorted(person_ids)} over mcp")
 
     executed = sum(1 for aid, ev in ledger.items() if "executed" in ev)
     delivered = len(delivered_ids)
@@ -1272,7 +1306,10 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
           f"{c['ingest_resent']} re-sent); "
           f"acknowledged decisions end: {json.dumps(finals, sort_keys=True)}; "
           f"webhook POSTs: {len(posts)} ({sum(1 for p_ in posts if not p_['accepted'])} "
-          f"answered 503 on purpose); ledger: {ledger_line}; "
+          f"answered 503 on purpose); ledger: {ledger_line}, "
+          f"{sum(len(e) for e in by_person.values())} approved/rejected entries by "
+          f"{len({by.get('token_id') for e in by_person.values() for _, by in e if isinstance(by, dict)})}"
+          f" person tokens; "
           f"workspace.status: {json.dumps(ws_status.get('counts', ws_status)) if ws_status else raw}",
           flush=True)
     print(f"kills={kills} acknowledged_decisions={len(decisions)} executed={executed} "

@@ -5,7 +5,8 @@ balancer. These tests start two instances, A and B, on different ports over one 
 and check what a user of such a deployment relies on:
 
   * a decision proposed through A is inspected, approved and rejected through B, and both
-    instances then tell the same story;
+    instances then tell the same story (the agent's read,act token drafts; approvals and
+    rejections come from a person's read,approve token, the agent's being refused);
   * two approvals (or an approval and a rejection) of one draft at the same moment, one
     through each instance: one succeeds, the other answers `not_pending`, and the message
     is delivered exactly once (or never);
@@ -245,7 +246,8 @@ class MultiTest(unittest.TestCase):
 class TestDecisionAcrossInstances(MultiTest):
     def test_proposed_on_a_inspected_approved_and_rejected_on_b(self):
         A, B = M["A"], M["B"]
-        token = create_token(M["db"], "crossover")
+        token = create_token(M["db"], "crossover")  # the agent's: drafts
+        person = create_token(M["db"], "crossover", "read,approve", label="person")
         rx = M["receiver"]
 
         # Proposed through A.
@@ -262,12 +264,23 @@ class TestDecisionAcrossInstances(MultiTest):
                          ok(A, token, "meta.why_this_action", {"action_id": aid}))
         self.assertEqual(decision_statuses(B, token)[did], "pending")
 
-        # Approved through B, with an edit; A then refuses a second approval and a rejection.
+        # The agent may not approve or reject it, through either instance.
+        for inst in (A, B):
+            for verb in ("action.approve", "action.reject"):
+                body, is_error = call(inst, token, verb, {"decision_id": did})
+                self.assertTrue(is_error, f"{verb} with the agent's token via {inst.name}: {body}")
+                self.assertEqual(body["error"], "unauthorized", body)
+                self.assertIn("'approve' scope", body["message"])
+        self.assertEqual(decision_statuses(A, token)[did], "pending")
+
+        # Approved through B by the person, with an edit; A then refuses a second approval
+        # and a rejection.
         edited = "Could we move Thursday's review to Friday 10:00?"
-        approved = ok(B, token, "action.approve", {"decision_id": did, "message": edited})
+        approved = ok(B, person, "action.approve", {"decision_id": did, "message": edited})
         self.assertEqual((approved["status"], approved["decision_id"]), ("success", did), approved)
+        self.assertEqual(approved["draft"], edited, approved)
         for verb in ("action.approve", "action.reject"):
-            body, is_error = call(A, token, verb, {"decision_id": did})
+            body, is_error = call(A, person, verb, {"decision_id": did})
             self.assertTrue(is_error, f"{verb} through A after B approved: {body}")
             self.assertEqual(body["error"], "not_pending", body)
             m = NOT_PENDING_RE.search(body["message"])
@@ -281,9 +294,9 @@ class TestDecisionAcrossInstances(MultiTest):
         # Another proposed through A, rejected through B: A sees it rejected, never sent.
         sent2 = propose(A, token, "quinn@crossover.example", "Shall I book the usual room?")
         did2, aid2 = sent2["decision_id"], sent2["action_id"]
-        rejected = ok(B, token, "action.reject", {"decision_id": did2, "reason": "not now"})
+        rejected = ok(B, person, "action.reject", {"decision_id": did2, "reason": "not now"})
         self.assertEqual(rejected["status"], "success", rejected)
-        body, is_error = call(A, token, "action.approve", {"decision_id": did2})
+        body, is_error = call(A, person, "action.approve", {"decision_id": did2})
         self.assertTrue(is_error, body)
         self.assertEqual(body["error"], "not_pending", body)
         self.assertIn(f"decision {did2} is rejected, not pending", body["message"])
@@ -331,7 +344,8 @@ class TestConcurrentApprovals(MultiTest):
 
     def test_concurrent_approvals_execute_once_and_deliver_once(self):
         A, B = M["A"], M["B"]
-        token = create_token(M["db"], "race")
+        token = create_token(M["db"], "race")  # the agent's: drafts
+        person = create_token(M["db"], "race", "read,approve", label="person")  # approves
         drafts = []
         for i in range(self.ROUNDS):
             # One counterparty each: three approvals in a row would raise trust to level 2.
@@ -341,7 +355,7 @@ class TestConcurrentApprovals(MultiTest):
 
         wins = {"A": 0, "B": 0}
         for did, aid in drafts:
-            answers = self.race(token, did, "action.approve", "action.approve")
+            answers = self.race(person, did, "action.approve", "action.approve")
             winners = [n for n, (body, err) in zip("AB", answers) if not err]
             self.assertEqual(len(winners), 1, f"two approvals of {did} at once: {answers}")
             wins[winners[0]] += 1
@@ -368,14 +382,15 @@ class TestConcurrentApprovals(MultiTest):
 
     def test_approve_racing_reject_one_wins(self):
         A, B = M["A"], M["B"]
-        token = create_token(M["db"], "race2")
+        token = create_token(M["db"], "race2")  # the agent's: drafts
+        person = create_token(M["db"], "race2", "read,approve", label="person")
         outcomes = {}
         for i in range(10):
             sent = propose((A, B)[i % 2], token, f"duel{i}@race.example", f"duel {i}")
             did, aid = sent["decision_id"], sent["action_id"]
             verbs = ("action.approve", "action.reject") if i % 2 else \
                 ("action.reject", "action.approve")
-            answers = self.race(token, did, *verbs)
+            answers = self.race(person, did, *verbs)
             won = [v for v, (body, err) in zip(verbs, answers) if not err]
             self.assertEqual(len(won), 1, f"approve and reject of {did} at once: {answers}")
             lost = [body for body, err in answers if err][0]
@@ -499,7 +514,8 @@ class TestUndoWindowsAndExpiriesOnce(MultiTest):
             json.dumps({"type": "entity", "name": f"Sup {i}", "identifiers": [
                 f"sup{i}@undo.example"], "tags": ["supervised"]}) + "\n" for i in range(32)))
         cli(db, "trust", "set", "--workspace", ws, "--scope", "tag:supervised", "--level", "2")
-        token = create_token(db, ws)
+        token = create_token(db, ws)  # the agent's: drafts
+        person = create_token(db, ws, "read,approve", label="person")  # approves, rejects
         final, aid_of, by_hand = {}, {}, set()  # decision -> final status; -> action; approved
         counterparties = iter(range(32))
 
@@ -528,7 +544,7 @@ class TestUndoWindowsAndExpiriesOnce(MultiTest):
         #    SIGKILLed while all of them are in their undo window: B executes A's too.
         p1 = supervised(8)
         for did, inst in ((p1[0], B), (p1[1], A)):  # p1[0] came through A, p1[1] through B
-            body = ok(inst, token, "action.reject", {"decision_id": did, "reason": "undo"})
+            body = ok(inst, person, "action.reject", {"decision_id": did, "reason": "undo"})
             self.assertEqual(body["status"], "success", body)
             final[did] = "rejected"
         A.kill9()
@@ -577,7 +593,7 @@ class TestUndoWindowsAndExpiriesOnce(MultiTest):
 
         def racer(at, did, inst, verb):
             time.sleep(max(0.0, at - time.monotonic()))
-            answers[did] = (verb, inst.name) + call(inst, token, verb, {"decision_id": did})
+            answers[did] = (verb, inst.name) + call(inst, person, verb, {"decision_id": did})
 
         run_threads([lambda j=j: racer(*j) for j in jobs], timeout=30)
         late = []
@@ -608,7 +624,7 @@ class TestUndoWindowsAndExpiriesOnce(MultiTest):
         wait_for("every decision's final status, read through A and through B",
                  lambda: all(decision_statuses(i, token) == final for i in (A, B)), 10)
         for did in drafts:
-            body, is_error = call(A, token, "action.approve", {"decision_id": did})
+            body, is_error = call(A, person, "action.approve", {"decision_id": did})
             self.assertTrue(is_error, body)
             self.assertIn(f"decision {did} is expired, not pending", body["message"])
         time.sleep(1)  # a late second delivery would arrive within this
@@ -635,7 +651,8 @@ class TestLedgerUnderConcurrentWriters(MultiTest):
     def test_hash_chain_valid_and_complete(self):
         A, B, db, rx = M["A"], M["B"], M["db"], M["receiver"]
         ws = "ledger-ws"
-        token = create_token(db, ws)
+        token = create_token(db, ws)  # the agent's: drafts
+        person = create_token(db, ws, "read,approve", label="person")  # approves, rejects
         lock = threading.Lock()
         outcomes = {}  # decision_id -> (action_id, "delivered" | "rejected")
         verifies = []
@@ -646,7 +663,7 @@ class TestLedgerUnderConcurrentWriters(MultiTest):
                 sent = propose(here, token, f"w{w}n{i}@ledger.example", f"writer {w} msg {i}")
                 did = sent["decision_id"]
                 verb = "action.approve" if (w * 8 + i) % 3 else "action.reject"
-                body = ok(there, token, verb, {"decision_id": did})
+                body = ok(there, person, verb, {"decision_id": did})
                 self.assertEqual(body["status"], "success", body)
                 with lock:
                     outcomes[did] = (sent["action_id"],

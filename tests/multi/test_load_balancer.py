@@ -52,7 +52,8 @@ def setUpModule():
     try:
         db = new_database("lb")
         cli(db, "demo")
-        M["token"] = create_token(db, "demo", "read,act,admin", "lb")
+        M["token"] = create_token(db, "demo", "read,act,admin", "lb")  # the agent's
+        M["person"] = create_token(db, "demo", "read,approve", "lb-person")  # approves
         config = write_config(os.path.join(M["tmp"], "lb.toml"))
         M["A"] = Instance("A", db, config)
         M["B"] = Instance("B", db, config)
@@ -97,8 +98,8 @@ def tearDownModule():
 
 
 class LoadBalancerTest(unittest.TestCase):
-    def tool(self, name, arguments):
-        return call(M["lb"], M["token"], name, arguments)
+    def tool(self, name, arguments, token="token"):
+        return call(M["lb"], M[token], name, arguments)
 
     def test_1_calls_are_spread_over_both_instances(self):
         before = (requests_served(M["A"]), requests_served(M["B"]))
@@ -138,9 +139,13 @@ class LoadBalancerTest(unittest.TestCase):
         self.assertFalse(is_error, proposed)
         self.assertEqual(proposed["status"], "pending_approval", proposed)
         decision = proposed["decision_id"]
-        approved, is_error = self.tool("action.approve", {"decision_id": decision})
+        for _ in range(2):  # round robin: refused by each instance alike
+            refused, is_error = self.tool("action.approve", {"decision_id": decision})
+            self.assertTrue(is_error, refused)
+            self.assertEqual(refused["error"], "unauthorized", refused)
+        approved, is_error = self.tool("action.approve", {"decision_id": decision}, "person")
         self.assertFalse(is_error, approved)
-        again, is_error = self.tool("action.approve", {"decision_id": decision})
+        again, is_error = self.tool("action.approve", {"decision_id": decision}, "person")
         self.assertTrue(is_error, again)
         self.assertEqual(again["error"], "not_pending", again)
         seen = [self.tool("decision.inspect", {"decision_id": decision})[0]

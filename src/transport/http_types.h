@@ -1,0 +1,47 @@
+// One HTTP request and its response, as the routing code sees them (no sockets): what
+// http_server.cc parses and sends, and what http_router.cc and the web inbox decide.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cortex {
+
+struct HttpRequest {
+  std::string method;                                        // "GET", "POST", ...
+  std::string target;                                        // path and query, e.g. "/mcp"
+  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+  std::string body;
+
+  // The first value of header `name` (lowercase), if present.
+  const std::string* Header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // besides Content-Type/Length
+  std::string content_type;                                  // empty when there is no body
+  std::string body;
+  // After the headers, keep the connection open as a server-to-client event stream (GET
+  // /mcp, GET /inbox/api/events): every `stream_poll` the transport asks
+  // HttpRouter::StreamNext(stream) what to send, until it says the stream has ended or the
+  // server stops.
+  bool open_stream = false;
+  std::string stream;                        // what StreamNext is asked about
+  std::string stream_state;                  // its state as of the response (StreamNext)
+  std::chrono::milliseconds stream_poll{0};  // 0: limits::kSseKeepAlive
+};
+
+// Facts about one finished request, for the request log and metrics.
+struct RequestLog {
+  std::string route;   // e.g. "POST /mcp"
+  std::string method;  // JSON-RPC method, if any
+  std::string tool;
+  std::string status;  // "ok" or an error code
+  std::string trace_id;
+};
+
+}  // namespace cortex
