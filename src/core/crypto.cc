@@ -1,5 +1,6 @@
 #include "core/crypto.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -50,6 +51,10 @@ bool Base64Decode(std::string_view in, std::string* out) {
   if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
   out->assign(reinterpret_cast<char*>(buf.data()), static_cast<size_t>(n) - pad);
   return true;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace cortex

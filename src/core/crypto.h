@@ -12,6 +12,9 @@ std::string Sha256Hex(std::string_view data);
 // `n` bytes from the OS CSPRNG, as lowercase hex (2n characters).
 std::string RandomHex(size_t n);
 
+// Whether `a` equals `b`, in time that depends only on their lengths (for secrets).
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
 // Standard base64 decoding; returns false on malformed input.
 bool Base64Decode(std::string_view in, std::string* out);
 

@@ -161,48 +161,25 @@ constexpr bool IsLegalMove(ActionStatus from, ActionStatus to) {
   return false;
 }
 
-// The status a proposal's decision has while its action has `s`.
+// The status a proposal's decision has while its action has `s`: the same, by its spelling.
 constexpr DecisionStatus DecisionStatusOf(ActionStatus s) {
-  switch (s) {
-    case ActionStatus::kPending:
-      return DecisionStatus::kPending;
-    case ActionStatus::kExecuted:
-      return DecisionStatus::kExecuted;
-    case ActionStatus::kDelivered:
-      return DecisionStatus::kDelivered;
-    case ActionStatus::kFailed:
-      return DecisionStatus::kFailed;
-    case ActionStatus::kRejected:
-      return DecisionStatus::kRejected;
-    case ActionStatus::kExpired:
-      return DecisionStatus::kExpired;
-    case ActionStatus::kRefused:
-      return DecisionStatus::kRefused;
-  }
-  return DecisionStatus::kRecorded;
+  return *Parse<DecisionStatus>(Name(s));
 }
 
-// The ledger event that records an action's arrival in status `s` (a pending action's is
-// `proposed`).
+// The ledger event that records an action's arrival in status `s`: the same spelling, but
+// `proposed` for a pending action.
 constexpr LedgerEvent LedgerEventOf(ActionStatus s) {
-  switch (s) {
-    case ActionStatus::kPending:
-      return LedgerEvent::kProposed;
-    case ActionStatus::kExecuted:
-      return LedgerEvent::kExecuted;
-    case ActionStatus::kDelivered:
-      return LedgerEvent::kDelivered;
-    case ActionStatus::kFailed:
-      return LedgerEvent::kFailed;
-    case ActionStatus::kRejected:
-      return LedgerEvent::kRejected;
-    case ActionStatus::kExpired:
-      return LedgerEvent::kExpired;
-    case ActionStatus::kRefused:
-      return LedgerEvent::kRefused;
-  }
-  return LedgerEvent::kProposed;
+  return s == ActionStatus::kPending ? LedgerEvent::kProposed : *Parse<LedgerEvent>(Name(s));
 }
+
+// Every action status has its decision status and ledger event (the two above cannot fail).
+static_assert([] {
+  for (ActionStatus s : AllOf<ActionStatus>()) {
+    if (!Parse<DecisionStatus>(Name(s))) return false;
+    if (s != ActionStatus::kPending && !Parse<LedgerEvent>(Name(s))) return false;
+  }
+  return true;
+}());
 
 // Whether a decision of class `cls` can have status `status`: a counterparty's decisions of
 // one status are read only in the classes that can have it, so the store keeps to this.

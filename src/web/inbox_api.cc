@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/time.h"
 #include "engines/rules.h"
@@ -173,7 +174,8 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
       r.status = 204;
       return r;
     }
-    if (path == "/inbox/signin") return SignIn(req, log);
+    // GET only: a HEAD (a link checker, a preview) must not spend the one-time link.
+    if (path == "/inbox/signin" && req.method == "GET") return SignIn(req, log);
   }
   bool api = path.rfind("/inbox/api/", 0) == 0;
   if (!api) {
@@ -222,7 +224,7 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
   // Every state-changing request proves it comes from the page: the session's CSRF token
   // (the cookie alone is not enough) and, if the browser names one, our own origin.
   const std::string* csrf = req.Header("x-csrf-token");
-  if (csrf == nullptr || *csrf != InboxCsrfToken(secret)) {
+  if (csrf == nullptr || !ConstantTimeEquals(*csrf, InboxCsrfToken(secret))) {
     log.status = "csrf";
     return Error(403, "csrf", "missing or wrong X-CSRF-Token: reload the inbox");
   }
