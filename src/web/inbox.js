@@ -486,6 +486,8 @@
     return h('div', { class: 'why' },
       h('h4', { class: 'why-title' }, 'Why'),
       h('p', null, w.summary || 'No reason was recorded.'),
+      // The trust behind its level, when the rule above is not already that sentence.
+      w.level_reason && w.level_reason !== w.summary ? h('p', null, w.level_reason) : null,
       h('p', { class: 'muted' }, 'Confidence: ', confidenceText(w.confidence),
         createdAt ? [' · proposed ', when(createdAt)] : null),
       eps.length ? h('div', null,

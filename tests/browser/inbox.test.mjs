@@ -194,6 +194,9 @@ test('a draft the agent proposes appears live; edited and approved, it is delive
     const pending = (await pageState(page)).pending.find((p) => p.decision_id === proposed.decision_id);
     assert.ok(pending, 'the state lists the draft');
     await item.getByText(pending.why.summary).waitFor();
+    // ... and the trust that held it, in words.
+    assert.match(pending.why.level_reason, /^Held for your approval: trust for communicate with Sarah Chen is level 1 \(draft/);
+    if (pending.why.level_reason !== pending.why.summary) await item.getByText(pending.why.level_reason).waitFor();
     await item.getByText(/Confidence: (Just guessing|Pretty sure|Strong pattern)/).waitFor();
     for (const ep of pending.why.contributing_episodes) await item.getByText(ep.summary).waitFor();
 
