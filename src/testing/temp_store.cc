@@ -6,6 +6,9 @@
 #include <pqxx/pqxx>
 #include <random>
 
+#include "core/time.h"
+#include "store/workspaces.h"
+
 namespace cortex::testing {
 namespace {
 
@@ -115,6 +118,24 @@ std::string TempStore::QueryPlan(const std::string& sql) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   return out;
+}
+
+Workspace MakeWorkspace(int i) {
+  return Workspace{"ws_" + std::to_string(i), "w" + std::to_string(i), "wv_0", "av_0",
+                   *ParseTime("2026-06-10T09:00:00Z")};
+}
+
+size_t CountWorkspaces(Store& store) {
+  size_t n = 0;
+  EXPECT_TRUE(store
+                  .Read([&](ReadTx& tx) -> Status {
+                    auto all = tx.workspaces().List();
+                    if (!all.ok()) return all.status();
+                    n = all->size();
+                    return Status::Ok();
+                  })
+                  .ok());
+  return n;
 }
 
 }  // namespace cortex::testing

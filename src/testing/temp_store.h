@@ -36,4 +36,9 @@ class TempStore {
   std::unique_ptr<Store> store_;
 };
 
+// Workspace `i`: id ws_<i>, name w<i>, fixed versions and time (not yet stored).
+Workspace MakeWorkspace(int i);
+// How many workspaces `store` holds.
+size_t CountWorkspaces(Store& store);
+
 }  // namespace cortex::testing
