@@ -33,8 +33,13 @@ class FixedClock final : public Clock {
   std::atomic<TimePoint::rep> t_;
 };
 
-// The process clock: the system clock, unless CORTEX_FAKE_NOW (RFC 3339) is set, in which
-// case a FixedClock at that instant (for end-to-end tests that need a known "now").
+// The process clock: the system clock, unless CORTEX_FAKE_NOW (RFC 3339) is set in a test
+// build, in which case a FixedClock at that instant (for end-to-end tests that need a known
+// "now"). Test builds are those configured with -DCORTEX_TEST_HOOKS=ON (scripts/test's);
+// any other build ignores the variable and, if it is set, logs a warning once saying so.
 const Clock& ProcessClock();
+
+// Whether ProcessClock() honours CORTEX_FAKE_NOW: true only in a test build.
+bool FakeNowHonoured();
 
 }  // namespace cortex

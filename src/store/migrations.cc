@@ -315,6 +315,15 @@ CREATE TABLE inbox_sessions (
   ended_at     INTEGER                -- signed out
 );
 )sql"},
+      {12, "MCP session ids are kept hashed", R"sql(
+-- mcp_sessions.id now holds the SHA-256 (hex) of the Mcp-Session-Id a client holds, as
+-- tokens.hash does (store/sessions.h), so a copy of the database opens no session. The ids
+-- stored in clear until now cannot be hashed by SQL that both databases run (SQLite has no
+-- sha256()), so their sessions end here: a client whose session is unknown gets 404 and
+-- initializes again, as MCP requires of it. Upgrade every instance together: one of an
+-- earlier version neither finds the new sessions nor stores its own hashed.
+DELETE FROM mcp_sessions;
+)sql"},
   };
   return kMigrations;
 }

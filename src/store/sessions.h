@@ -1,6 +1,8 @@
 // The sessions area: MCP sessions of the 2025-11-25 era (Mcp-Session-Id), kept in the store
 // so that any instance can serve them. Sessions take no workspace lock: opening or ending
 // one never waits behind a long write to the workspace.
+// Every method takes the id the client holds; the table keeps only its SHA-256 (hex), as
+// tokens' hashes are kept (migration 12), so a copy of the database opens no session.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@ namespace cortex {
 class SessionsReader {
  public:
   explicit SessionsReader(TxState& s) : s_(s) {}
-  // Session `id` of any workspace (the caller compares its workspace).
+  // Session `id` of any workspace (the caller compares its workspace), with `id` as given.
   Result<std::optional<McpSession>> Get(const std::string& id);
   // Sessions used at or after `since`.
   Result<int64_t> Count(TimePoint since);

@@ -1,18 +1,27 @@
+#include "core/crypto.h"
 #include "store/sessions.h"
 #include "store/sql_tx.h"
 
 namespace cortex {
+namespace {
+
+// What the table holds for the session id a client holds. Bound in place, so each caller
+// keeps it in a local declared before its statement.
+std::string Stored(const std::string& id) { return Sha256Hex(id); }
+
+}  // namespace
 
 Result<std::optional<McpSession>> SessionsReader::Get(const std::string& id) {
-  Stmt s = s_.conn.Prepare(
-      "SELECT id, workspace_id, created_at, last_used FROM mcp_sessions WHERE id = ?");
-  s.Bind(1, id);
+  const std::string stored = Stored(id);
+  Stmt s =
+      s_.conn.Prepare("SELECT workspace_id, created_at, last_used FROM mcp_sessions WHERE id = ?");
+  s.Bind(1, stored);
   Status st;
   if (!s.Step(&st)) {
     if (!st.ok()) return st;
     return std::optional<McpSession>();
   }
-  return std::optional(McpSession{s.Text(0), s.Text(1), s.Time(2), s.Time(3)});
+  return std::optional(McpSession{id, s.Text(0), s.Time(1), s.Time(2)});
 }
 
 Result<int64_t> SessionsReader::Count(TimePoint since) {
@@ -25,19 +34,22 @@ Result<int64_t> SessionsReader::Count(TimePoint since) {
 }
 
 Status SessionsWriter::Insert(const McpSession& m) {
+  const std::string stored = Stored(m.id);
   Stmt s = s_.conn.Prepare(
       "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used) VALUES (?, ?, ?, ?)");
-  return s.Bind(1, m.id).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
+  return s.Bind(1, stored).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
 }
 
 Status SessionsWriter::Touch(const std::string& id, TimePoint at) {
+  const std::string stored = Stored(id);
   Stmt s = s_.conn.Prepare("UPDATE mcp_sessions SET last_used = ? WHERE id = ? AND last_used < ?");
-  return s.Bind(1, at).Bind(2, id).Bind(3, at).Run();
+  return s.Bind(1, at).Bind(2, stored).Bind(3, at).Run();
 }
 
 Result<bool> SessionsWriter::Delete(const std::string& ws, const std::string& id) {
+  const std::string stored = Stored(id);
   Stmt s = s_.conn.Prepare("DELETE FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
-  CORTEX_RETURN_IF_ERROR(s.Bind(1, id).Bind(2, ws).Run());
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, stored).Bind(2, ws).Run());
   return s_.conn.Changes() == 1;
 }
 

@@ -1,14 +1,74 @@
 // The SQLite driver for store/sql.h (sqlite_conn.h): statements and connections.
 #include "store/sqlite_conn.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "store/sqlite_vfs.h"
 
 namespace cortex {
+namespace {
+
+constexpr mode_t kPrivateDir = 0700;
+constexpr mode_t kPrivateFile = 0600;
+
+Status CannotCreate(const std::string& what, const std::string& path, int err) {
+  return Status::InvalidArgument("cannot create " + what + " " + path + ": " +
+                                 std::error_code(err, std::generic_category()).message());
+}
+
+}  // namespace
+
+Status CreatePrivateDataFiles(const std::string& dir, const std::string& db) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();  // "data/" is "data"
+  std::error_code ec;
+  if (!std::filesystem::exists(d, ec)) {
+    std::filesystem::path parent = std::filesystem::path(d).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) return CannotCreate("data directory", d, ec.value());
+    // mkdir's mode goes through the umask (which may also take the owner's bits): the chmod
+    // makes it exactly 0700. Only a directory made here is changed.
+    if (::mkdir(d.c_str(), kPrivateDir) == 0) {
+      if (::chmod(d.c_str(), kPrivateDir) != 0) return CannotCreate("data directory", d, errno);
+    } else if (errno != EEXIST) {
+      return CannotCreate("data directory", d, errno);
+    }
+  }
+  // An empty file is an empty database to SQLite, which then gives the log and the
+  // shared-memory file this file's mode (and sets it on them whatever the umask).
+  int fd = ::open(db.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kPrivateFile);
+  if (fd < 0) return errno == EEXIST ? Status::Ok() : CannotCreate("database", db, errno);
+  int rc = ::fchmod(fd, kPrivateFile);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : CannotCreate("database", db, err);
+}
+
+std::vector<std::string> DataFilesWiderThanPrivate(const std::string& dir, const std::string& db) {
+  std::vector<std::string> wider;
+  auto check = [&](const char* what, const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return;
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    wider.push_back(std::string(what) + " " + path + " has mode " + mode +
+                    ": group or others have access to it; `chmod go-rwx " + path +
+                    "` makes it private to its owner");
+  };
+  check("data directory", dir);
+  for (const char* suffix : {"", "-wal", "-shm"}) check("data file", db + suffix);
+  return wider;
+}
 
 // A prepared SQLite statement: bound and stepped in place.
 class SqliteStatement final : public SqlStatement {

@@ -11,11 +11,23 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "core/status.h"
 #include "store/sql.h"
 
 namespace cortex {
+
+// The data directory is private to its owner (docs/store.md): creates `dir` 0700 if it is
+// missing (its missing parents get the umask's modes) and an empty database file `db` 0600
+// in it, whatever the process umask; SQLite then creates the write-ahead log and the
+// shared-memory file with the database file's mode. What exists already is left as it is.
+Status CreatePrivateDataFiles(const std::string& dir, const std::string& db);
+
+// One line for each of `dir`, `db`, its -wal and its -shm that exists and that group or
+// others have any permission on, naming the path, its mode and the chmod that makes it
+// private. Changes nothing (files from an older version are the owner's to fix).
+std::vector<std::string> DataFilesWiderThanPrivate(const std::string& dir, const std::string& db);
 
 // How long a connection waits for a lock another process (e.g. `cortex ingest`) holds.
 constexpr int kSqliteBusyTimeoutMs = 5000;

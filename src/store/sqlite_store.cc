@@ -3,6 +3,7 @@
 // snapshot and never wait behind the writer. The driver for store/sql.h is in sqlite_conn.h,
 // the log's syncing and checkpointing in sqlite_wal.h.
 #include <semaphore.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -441,10 +441,9 @@ thread_local SqliteStore::SharedRead SqliteStore::shared_;
 }  // namespace
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return Status::InvalidArgument("cannot create data directory " + dir + ": " + ec.message());
+  // The directory 0700, the database, its log and shared memory 0600 (docs/store.md).
+  const std::string db = dir + "/cortex.db";
+  CORTEX_RETURN_IF_ERROR(CreatePrivateDataFiles(dir, db));
   // Process-wide, and only before SQLite initializes: on the first store opened.
   // MEMSTATUS off: SQLite's memory statistics take one process-wide mutex on every
   // allocation, which the reader connections of all I/O threads then contend for. Both
@@ -453,8 +452,11 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
       sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, kStatementJournalSpillBytes),
       sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)};
   (void)configured;
-  auto store = std::make_unique<SqliteStore>(dir + "/cortex.db");
+  auto store = std::make_unique<SqliteStore>(db);
   CORTEX_RETURN_IF_ERROR(store->Init());
+  // Files an older version made, or the owner widened: said at every start (the log and
+  // shared memory exist by now), left as they are.
+  for (const std::string& line : DataFilesWiderThanPrivate(dir, db)) spdlog::warn("{}", line);
   return std::unique_ptr<Store>(std::move(store));
 }
 
