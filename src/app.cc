@@ -14,8 +14,11 @@
 #include "core/time.h"
 #include "engines/config.h"
 #include "engines/delivery.h"
+#include "engines/digest.h"
+#include "engines/pushes.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
+#include "store/outbox.h"
 #include "store/quotas.h"
 #include "store/sessions.h"
 #include "store/store.h"
@@ -34,12 +37,14 @@ const char kCortexInstructions[] =
 namespace {
 
 // The background work of a serving process: expire drafts, execute supervised actions
-// whose undo window passed, deliver the outbox. Overdue work is done at start.
+// whose undo window passed, compose the daily digests, deliver the outbox (and push events
+// if a [push] webhook is configured). Overdue work is done at start.
 class BackgroundWork {
  public:
   BackgroundWork(Store& store, const Clock& clock, const EngineConfig& config, Connector& connector)
-      : actions_(store, clock, config.actions),
-        dispatcher_(store, clock, connector, config.delivery),
+      : push_(config.push.connector.empty() ? nullptr : MakeWebhookConnector(config.push)),
+        actions_(store, clock, config.actions),
+        dispatcher_(store, clock, connector, config.delivery, push_.get()),
         store_(store),
         clock_(clock),
         thread_([this] { Loop(); }) {
@@ -64,6 +69,7 @@ class BackgroundWork {
       try {
         auto due = actions_.ProcessDue(clock_.Now());
         if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
+        ComposeDigestsOnceAMinute();
         auto sent = dispatcher_.RunOnce(clock_.Now());
         if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
         SweepOnceAMinute();
@@ -75,7 +81,20 @@ class BackgroundWork {
     }
   }
 
-  // Forgets sessions idle past their expiry and call counts of past minutes and days.
+  void ComposeDigestsOnceAMinute() {
+    TimePoint now = clock_.Now();
+    if (now - last_digests_ < std::chrono::minutes(1)) return;
+    last_digests_ = now;
+    auto composed = ComposeDueDigests(store_, clock_, now);
+    if (!composed.ok()) {
+      spdlog::warn("daily digests: {}", composed.status().message());
+    } else if (*composed > 0) {
+      spdlog::info("daily digests: {} composed", *composed);
+    }
+  }
+
+  // Forgets sessions idle past their expiry, call counts of past minutes and days, and
+  // pushed events past their retention.
   // Every instance sweeps; a sweep that collides with another's just tries next time.
   void SweepOnceAMinute() {
     TimePoint now = clock_.Now();
@@ -86,16 +105,19 @@ class BackgroundWork {
     int64_t day = ToUnixMillis(now) / 86'400'000 - 2;
     Status st = store_.Write([&](WriteTx& tx) -> Status {
       CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
+      CORTEX_RETURN_IF_ERROR(tx.outbox().DeleteEventsBefore(now - kPushRetention));
       return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
   }
 
+  std::unique_ptr<Connector> push_;
   ActionEngine actions_;
   Dispatcher dispatcher_;
   Store& store_;
   const Clock& clock_;
   TimePoint last_sweep_{};
+  TimePoint last_digests_{};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

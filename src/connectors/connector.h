@@ -1,5 +1,7 @@
-// Connectors deliver executed actions to the world. Delivery is at-least-once; the action
-// id is the idempotency key, so a connector (or its receiver) makes it effectively once.
+// Connectors deliver outbox rows: executed actions' messages to the world, daily digests
+// and pushed events to the person. Delivery is at-least-once; the row's id (an action's,
+// a digest decision's, an event's) is the idempotency key, so a connector (or its
+// receiver) makes it effectively once.
 #pragma once
 
 #include <memory>
@@ -39,7 +41,8 @@ std::unique_ptr<Connector> MakeOutboxConnector(Store& store, const Clock& clock,
                                                const DeliveryConfig& config);
 
 // HTTP POST of a JSON body signed with HMAC-SHA256 (header X-Cortex-Signature:
-// sha256=<hex>) and carrying Idempotency-Key: <action id>. 2xx is delivered.
+// sha256=<hex>) and carrying Idempotency-Key: <row id> and X-Cortex-Event: message,
+// digest or the event's type. 2xx is delivered.
 std::unique_ptr<Connector> MakeWebhookConnector(const DeliveryConfig& config);
 
 // Real email through an SMTP server (libcurl). The Message-ID carries the action id, so a

@@ -14,7 +14,21 @@
 namespace cortex {
 
 std::string DeliveryBody(const OutboxItem& item) {
-  return DumpJson({{"action_id", item.action_id},
+  switch (item.kind) {
+    case OutboxKind::kEvent:
+      return item.body;  // already the event's JSON (engines/pushes.h)
+    case OutboxKind::kDigest:
+      return DumpJson({{"type", "digest"},
+                       {"digest_id", item.id},
+                       {"workspace_id", item.workspace_id},
+                       {"to", item.recipient},
+                       {"body", item.body},
+                       {"queued_at", FormatTime(item.created_at)}});
+    case OutboxKind::kMessage:
+      break;
+  }
+  return DumpJson({{"type", "message"},
+                   {"action_id", item.id},
                    {"workspace_id", item.workspace_id},
                    {"to", item.recipient},
                    {"body", item.body},
@@ -84,7 +98,10 @@ class WebhookConnector final : public Connector {
     if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");
     curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, ("Idempotency-Key: " + item.action_id).c_str());
+    headers = curl_slist_append(headers, ("Idempotency-Key: " + item.id).c_str());
+    std::string event = "X-Cortex-Event: ";
+    event += item.kind == OutboxKind::kEvent ? item.recipient : std::string(Name(item.kind));
+    headers = curl_slist_append(headers, event.c_str());
     headers = curl_slist_append(
         headers,
         ("X-Cortex-Signature: sha256=" + HmacSha256Hex(config_.webhook_secret, body)).c_str());
@@ -149,7 +166,7 @@ class SmtpConnector final : public Connector {
     }
     Upload up;
     up.data = "From: " + config_.smtp_from + "\r\nTo: " + item.recipient +
-              "\r\nSubject: " + subject + "\r\nMessage-ID: <" + item.action_id +
+              "\r\nSubject: " + subject + "\r\nMessage-ID: <" + item.id +
               "@cortex>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
               "\r\n" +
               crlf + "\r\n";

@@ -12,6 +12,7 @@
 #include "engines/drafter.h"
 #include "engines/identifiers.h"
 #include "engines/ledger.h"
+#include "engines/pushes.h"
 #include "engines/rules.h"
 #include "engines/signals.h"
 #include "store/actions.h"
@@ -129,7 +130,8 @@ Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& 
 
 Status EnqueueDelivery(WriteTx& tx, const Action& action, TimePoint now) {
   OutboxItem item;
-  item.action_id = action.id;
+  item.id = action.id;
+  item.kind = OutboxKind::kMessage;
   item.workspace_id = action.workspace_id;
   item.recipient = action.recipient;
   item.body = action.draft;
@@ -434,6 +436,17 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
                                   {{"by", Actor::Engine().Json()}, {"because", "trust level 3"}});
     if (!exec.ok()) return exec.status();
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, p.now));
+  }
+  if (action.status == ActionStatus::kPending && v.level == 1) {
+    json data = json::object();
+    data["decision_id"] = proposal.id;
+    data["action_id"] = action.id;
+    data["counterparty"] = {{"entity_id", p.who.id}, {"name", p.who.name}};
+    data["recipient"] = action.recipient;
+    data["draft"] = action.draft;
+    data["level_reason"] = provenance["level_reason"];
+    data["expires_at"] = FormatTime(*action.due_at);
+    CORTEX_RETURN_IF_ERROR(QueuePush(tx, clock_, ws, kApprovalRequested, std::move(data)));
   }
   return action;
 }

@@ -46,7 +46,7 @@ class FlakyConnector : public Connector {
   const char* name() const override { return "flaky"; }
   Status Deliver(const OutboxItem& item) override {
     if (failures_-- > 0) return Status::Unavailable("receiver down");
-    delivered.push_back(item.action_id);
+    delivered.push_back(item.id);
     return Status::Ok();
   }
   std::vector<std::string> delivered;
@@ -284,7 +284,7 @@ TEST_F(ActionsTest, EditsAreRecordedAndSent) {
                     EXPECT_EQ(Name(entries[1].event), "approved");
                     EXPECT_TRUE(entries[1].detail["edited"].get<bool>());
                     EXPECT_EQ(entries[1].detail["draft_before"], "draft text");
-                    auto due = *tx.outbox().Due(clock_.Now(), 10);
+                    auto due = *tx.outbox().Due(clock_.Now(), OutboxKind::kMessage, 10);
                     EXPECT_EQ(due.at(0).body, "edited text");
                     return Status::Ok();
                   })
@@ -462,7 +462,7 @@ TEST_F(ActionsTest, ConcurrentApprovalsAndTheUndoWindowExecuteOnce) {
   }
   ASSERT_TRUE(store_
                   ->Read([&](ReadTx& tx) {
-                    EXPECT_EQ(tx.outbox().Due(clock_.Now(), 100)->size(),
+                    EXPECT_EQ(tx.outbox().Due(clock_.Now(), OutboxKind::kMessage, 100)->size(),
                               5u);  // one outbox row per action
                     return Status::Ok();
                   })

@@ -67,7 +67,7 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::string(e.description()));
   }
   CORTEX_RETURN_IF_ERROR(
-      Unknown(t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http"}));
+      Unknown(t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push"}));
   if (auto* a = t["drafter"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
         Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));
@@ -162,6 +162,20 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   config.delivery.lease_seconds = static_cast<int>(lease);
   config.delivery.max_attempts = static_cast<int>(attempts);
   config.delivery.timeout_seconds = static_cast<int>(timeout);
+  if (auto* a = t["push"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "push.", {"webhook_url", "webhook_secret"}));
+  }
+  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_url", &config.push.webhook_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_secret", &config.push.webhook_secret));
+  if (config.push.webhook_url.empty() != config.push.webhook_secret.empty()) {
+    return Status::InvalidArgument(
+        "config: push needs both push.webhook_url and push.webhook_secret (events are signed)");
+  }
+  // Pushes are delivered as messages are: same attempts, timeout and lease.
+  config.push.connector = config.push.webhook_url.empty() ? "" : "webhook";
+  config.push.max_attempts = config.delivery.max_attempts;
+  config.push.timeout_seconds = config.delivery.timeout_seconds;
+  config.push.lease_seconds = config.delivery.lease_seconds;
   return config;
 }
 

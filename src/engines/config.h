@@ -13,6 +13,12 @@ namespace cortex {
 struct EngineConfig {
   ActionConfig actions;
   DeliveryConfig delivery;
+  // Events pushed to the person ([push]): a webhook connector, or none (connector "").
+  DeliveryConfig push = [] {
+    DeliveryConfig none;
+    none.connector = "";
+    return none;
+  }();
   HttpLimits http;  // cortex serve only
 };
 

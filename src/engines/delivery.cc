@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engines/ledger.h"
+#include "engines/pushes.h"
 #include "store/actions.h"
 #include "store/decisions.h"
 #include "store/ledger.h"
@@ -24,13 +25,25 @@ std::chrono::milliseconds RetryBackoff(int failed_attempts) {
 }
 
 Dispatcher::Dispatcher(Store& store, const Clock& clock, Connector& connector,
-                       const DeliveryConfig& config)
-    : store_(store), clock_(clock), connector_(connector), config_(config) {}
+                       const DeliveryConfig& config, Connector* push)
+    : store_(store), clock_(clock), connector_(connector), push_(push), config_(config) {}
 
 Result<int> Dispatcher::RunOnce(TimePoint now) {
+  int delivered = 0;
+  for (OutboxKind kind : AllOf<OutboxKind>()) {
+    Connector* connector = kind == OutboxKind::kEvent ? push_ : &connector_;
+    if (connector == nullptr) continue;  // no [push] webhook: events wait, then are swept
+    auto n = RunKind(kind, *connector, now);
+    if (!n.ok()) return n.status();
+    delivered += *n;
+  }
+  return delivered;
+}
+
+Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint now) {
   std::vector<OutboxItem> due;
   CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) {
-    auto list = tx.outbox().Due(now, kBatch);
+    auto list = tx.outbox().Due(now, kind, kBatch);
     if (!list.ok()) return list.status();
     due = std::move(*list);
     return Status::Ok();
@@ -47,25 +60,22 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
     if (!lease.ok()) return lease;  // the store itself is failing: try again next tick
     if (!leased) continue;          // another process has it, or attempted it since we read
 
-    Status sent = connector_.Deliver(item);  // outside any transaction
+    // An event that could not be pushed while it mattered is given up, not pushed late.
+    bool stale = kind == OutboxKind::kEvent && now - item.created_at > kPushFreshness;
+    Status sent =
+        stale ? Status::Unavailable("not pushed within " + std::to_string(kPushFreshness.count()) +
+                                    " minutes of its event; given up")
+              : connector.Deliver(item);  // outside any transaction
     TimePoint at = clock_.Now();
     ++item.attempts;
     Status recorded = store_.Write([&](WriteTx& tx) -> Status {
-      auto action = tx.actions().Get(item.workspace_id, item.action_id);
-      if (!action.ok()) return action.status();
-      auto entries = tx.ledger().ListForAction(item.workspace_id, item.action_id);
-      if (!entries.ok()) return entries.status();
-      nlohmann::json provenance =
-          entries->empty() ? nlohmann::json::object() : entries->front().provenance;
       bool done = true;  // delivered, or failed for good
-      nlohmann::json detail = {{"connector", connector_.name()}, {"attempts", item.attempts}};
       if (sent.ok()) {
         item.status = OutboxStatus::kDelivered;
       } else {
         item.last_error = sent.message();
-        if (item.attempts >= config_.max_attempts) {
+        if (item.attempts >= config_.max_attempts || stale) {
           item.status = OutboxStatus::kFailed;
-          detail["error"] = item.last_error;
         } else {
           item.next_attempt_at = at + RetryBackoff(item.attempts);
           done = false;
@@ -74,27 +84,50 @@ Result<int> Dispatcher::RunOnce(TimePoint now) {
       CORTEX_RETURN_IF_ERROR(
           tx.outbox().Update(item, sent.ok() ? std::optional<TimePoint>(at) : std::nullopt));
       if (!done) return Status::Ok();  // will retry
-      ActionStatus to = sent.ok() ? ActionStatus::kDelivered : ActionStatus::kFailed;
-      CORTEX_RETURN_IF_ERROR(tx.actions().Transition(
-          item.workspace_id, item.action_id, ActionStatus::kExecuted, to, std::nullopt, at));
-      auto led = AppendLedgerEntry(
-          tx, clock_, item.workspace_id, item.action_id, action->decision_id,
-          sent.ok() ? LedgerEvent::kDelivered : LedgerEvent::kFailed, provenance, detail);
-      if (!led.ok()) return led.status();
-      return tx.decisions().SetStatus(item.workspace_id, action->decision_id, DecisionStatusOf(to));
+      return RecordOutcome(tx, item, connector, at);
     });
     if (!recorded.ok()) {
-      spdlog::warn("outbox {}: cannot record the attempt: {}", item.action_id, recorded.message());
+      spdlog::warn("outbox {}: cannot record the attempt: {}", item.id, recorded.message());
       continue;  // the lease expires and the row is tried again
     }
     if (sent.ok()) {
       ++delivered;
     } else {
-      spdlog::warn("delivery of {} failed (attempt {}): {}", item.action_id, item.attempts,
+      spdlog::warn("{} {} failed (attempt {}): {}", Name(kind), item.id, item.attempts,
                    sent.message());
     }
   }
   return delivered;
+}
+
+Status Dispatcher::RecordOutcome(WriteTx& tx, const OutboxItem& item, Connector& connector,
+                                 TimePoint at) {
+  bool ok = item.status == OutboxStatus::kDelivered;
+  switch (item.kind) {
+    case OutboxKind::kEvent:
+      return Status::Ok();  // the row itself is the record
+    case OutboxKind::kDigest:
+      return tx.decisions().SetStatus(item.workspace_id, item.id,
+                                      ok ? DecisionStatus::kDelivered : DecisionStatus::kFailed);
+    case OutboxKind::kMessage:
+      break;
+  }
+  auto action = tx.actions().Get(item.workspace_id, item.id);
+  if (!action.ok()) return action.status();
+  auto entries = tx.ledger().ListForAction(item.workspace_id, item.id);
+  if (!entries.ok()) return entries.status();
+  nlohmann::json provenance =
+      entries->empty() ? nlohmann::json::object() : entries->front().provenance;
+  nlohmann::json detail = {{"connector", connector.name()}, {"attempts", item.attempts}};
+  if (!ok) detail["error"] = item.last_error;
+  ActionStatus to = ok ? ActionStatus::kDelivered : ActionStatus::kFailed;
+  CORTEX_RETURN_IF_ERROR(tx.actions().Transition(item.workspace_id, item.id,
+                                                 ActionStatus::kExecuted, to, std::nullopt, at));
+  auto led =
+      AppendLedgerEntry(tx, clock_, item.workspace_id, item.id, action->decision_id,
+                        ok ? LedgerEvent::kDelivered : LedgerEvent::kFailed, provenance, detail);
+  if (!led.ok()) return led.status();
+  return tx.decisions().SetStatus(item.workspace_id, action->decision_id, DecisionStatusOf(to));
 }
 
 }  // namespace cortex

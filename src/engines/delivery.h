@@ -1,6 +1,7 @@
 // The dispatcher: delivers outbox rows through a connector, with retries and exponential
-// backoff, and records the outcome (delivered or failed) in the ledger. Rows are leased so
-// that several processes on one store do not deliver the same row at the same time.
+// backoff, and records the outcome: a message's in its action and the ledger, a digest's
+// in its decision. Events go to the `[push]` webhook instead. Rows are leased so that
+// several processes on one store do not deliver the same row at the same time.
 #pragma once
 
 #include "connectors/connector.h"
@@ -11,15 +12,22 @@ namespace cortex {
 
 class Dispatcher {
  public:
-  Dispatcher(Store& store, const Clock& clock, Connector& connector, const DeliveryConfig& config);
+  // `connector` delivers messages and digests; `push`, if given, pushed events.
+  Dispatcher(Store& store, const Clock& clock, Connector& connector, const DeliveryConfig& config,
+             Connector* push = nullptr);
 
   // Attempts every outbox row due at `now`. Returns the number delivered.
   Result<int> RunOnce(TimePoint now);
 
  private:
+  Result<int> RunKind(OutboxKind kind, Connector& connector, TimePoint now);
+  // Records a row's final outcome (item.status) where its kind keeps it.
+  Status RecordOutcome(WriteTx& tx, const OutboxItem& item, Connector& connector, TimePoint at);
+
   Store& store_;
   const Clock& clock_;
   Connector& connector_;
+  Connector* push_;
   const DeliveryConfig& config_;
 };
 

@@ -308,7 +308,8 @@ Result<Rule> ParseRule(const YAML::Node& node, int position) {
 Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
   if (!node.IsMap()) return FileError::At(node, "'settings' must be a map");
   CORTEX_RETURN_IF_ERROR(CheckKeys(
-      node, {"utc_offset", "working_hours", "working_days", "digest_time"}, "'settings'"));
+      node, {"utc_offset", "working_hours", "working_days", "digest_time", "digest_to"},
+      "'settings'"));
   if (node["utc_offset"]) {
     auto v = Scalar(node["utc_offset"], "utc_offset", 6);
     if (!v.ok()) return v.status();
@@ -337,6 +338,11 @@ Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
     if (*t == 24 * 60)
       return FileError::At(node["digest_time"], "'digest_time' must be before 24:00");
     s->digest_minute = *t;
+  }
+  if (node["digest_to"]) {
+    auto v = Scalar(node["digest_to"], "digest_to", 320);
+    if (!v.ok()) return v.status();
+    s->digest_to = *v;
   }
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/time.h"
+#include "engines/pushes.h"
 #include "engines/signals.h"
 #include "store/decisions.h"
 #include "store/episodes.h"
@@ -177,6 +178,17 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   n.surface_at = surface_at;
   n.created_at = d.occurred_at;
   d.notification_id = n.id;
+  if (triage_class == TriageClass::kInterruptNow && *surface_at >= d.occurred_at - kPushFreshness) {
+    nlohmann::json data = nlohmann::json::object();
+    data["notification_id"] = n.id;
+    data["decision_id"] = d.id;
+    data["episode_id"] = ep.id;
+    data["counterparty"] = {{"entity_id", ep.entity_id.value_or("")}, {"name", name}};
+    data["summary"] = d.payload_summary;
+    data["why"] = {{"rule_summary", rule_summary}, {"confidence", confidence}};
+    data["surface_at"] = FormatTime(*surface_at);
+    CORTEX_RETURN_IF_ERROR(QueuePush(tx_, clock_, ws_id_, kNotificationCreated, std::move(data)));
+  }
 
   // Built member by member: an initializer list copies every value it is given.
   nlohmann::json details = nlohmann::json::object();

@@ -66,10 +66,11 @@ Result<std::vector<Decision>> DecisionsReader::List(const std::string& ws, const
   }
   if (f.decision_class && f.status) {
     // A class never has the statuses DecisionClassMayHaveStatus rules out (nothing to
-    // walk a range for), and every class but proposals has one status only: the class's
-    // range alone answers.
+    // walk a range for), and every class but proposals and digests has one status only:
+    // the class's range alone answers.
     if (!DecisionClassMayHaveStatus(*f.decision_class, *f.status)) return out;
-    if (*f.decision_class != DecisionClass::kActionProposed) {
+    if (*f.decision_class != DecisionClass::kActionProposed &&
+        *f.decision_class != DecisionClass::kDigest) {
       DecisionFilter by_class = f;
       by_class.status.reset();
       CORTEX_RETURN_IF_ERROR(Append(ws, by_class, f.decision_class, limit, out));
@@ -162,16 +163,17 @@ Status DecisionsWriter::Insert(const Decision& d) {
 Status DecisionsWriter::SetStatus(const std::string& ws, const std::string& id,
                                   DecisionStatus status) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  // Only a proposal's status moves (DecisionClassMayHaveStatus).
-  if (!DecisionClassMayHaveStatus(DecisionClass::kActionProposed, status)) {
+  // Only a proposal's and a digest's status move (DecisionClassMayHaveStatus).
+  if (!DecisionClassMayHaveStatus(DecisionClass::kActionProposed, status) &&
+      !DecisionClassMayHaveStatus(DecisionClass::kDigest, status)) {
     return Status::Internal("a decision cannot become " + std::string(Name(status)));
   }
   Stmt s = s_.conn.Prepare(
       "UPDATE decisions SET status = ? WHERE id = ? AND workspace_id = ?"
-      " AND class = 'action_proposed'");
+      " AND class IN ('action_proposed', 'digest')");
   CORTEX_RETURN_IF_ERROR(s.Bind(1, status).Bind(2, id).Bind(3, ws).Run());
   return s_.conn.Changes() == 1 ? Status::Ok()
-                                : Status::Internal("no proposal " + id + " in workspace");
+                                : Status::Internal("no proposal or digest " + id + " in workspace");
 }
 
 }  // namespace cortex

@@ -324,6 +324,26 @@ CREATE TABLE inbox_sessions (
 -- earlier version neither finds the new sessions nor stores its own hashed.
 DELETE FROM mcp_sessions;
 )sql"},
+      {13, "the outbox carries digests and pushed events too; one digest a day", R"sql(
+-- An outbox row is anything delivered at least once: an action's message (its id is the
+-- action's), a daily digest (the digest decision's id) or an event pushed to the person's
+-- webhook (evt_...). Rows written before are messages.
+ALTER TABLE outbox RENAME COLUMN action_id TO id;
+ALTER TABLE outbox ADD COLUMN kind TEXT NOT NULL DEFAULT 'message';
+DROP INDEX outbox_due;
+CREATE INDEX outbox_due ON outbox(status, kind, next_attempt_at);
+CREATE INDEX outbox_by_kind_age ON outbox(kind, created_at);
+-- One row per workspace and local day whose digest was composed: the primary key is what
+-- makes a digest go out once a day across restarts and instances.
+CREATE TABLE digests (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  day          TEXT NOT NULL,     -- the workspace's local date, YYYY-MM-DD
+  digest_at    INTEGER NOT NULL,  -- its digest time: the next digest covers from here
+  decision_id  TEXT NOT NULL,     -- empty: there was nothing to send
+  created_at   INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, day)
+);
+)sql"},
   };
   return kMigrations;
 }

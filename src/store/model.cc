@@ -64,7 +64,8 @@ json SettingsToJson(const WorkspaceSettings& s) {
           {"work_start_minute", s.work_start_minute},
           {"work_end_minute", s.work_end_minute},
           {"work_days", s.work_days},
-          {"digest_minute", s.digest_minute}};
+          {"digest_minute", s.digest_minute},
+          {"digest_to", s.digest_to}};
 }
 
 WorkspaceSettings SettingsFromJson(const json& j) {
@@ -75,6 +76,7 @@ WorkspaceSettings SettingsFromJson(const json& j) {
   s.work_end_minute = j.value("work_end_minute", s.work_end_minute);
   s.work_days = j.value("work_days", s.work_days);
   s.digest_minute = j.value("digest_minute", s.digest_minute);
+  s.digest_to = j.value("digest_to", s.digest_to);
   return s;
 }
 

@@ -142,6 +142,7 @@ struct WorkspaceSettings {
   int work_end_minute = 18 * 60;
   unsigned work_days = 0x1f;    // Monday-Friday
   int digest_minute = 17 * 60;  // when the daily digest goes out, local
+  std::string digest_to;        // where it goes (an email address for smtp); empty: "me"
 };
 
 nlohmann::json SettingsToJson(const WorkspaceSettings& s);
@@ -240,8 +241,11 @@ struct TrustStreak {
   std::vector<std::string> evidence;  // decision ids of the approvals in the streak
 };
 
+// One row of the outbox: something to deliver at least once, `id` its idempotency key (the
+// action id of a message, the decision id of a digest, the event id of an event).
 struct OutboxItem {
-  std::string action_id;
+  std::string id;
+  OutboxKind kind = OutboxKind::kMessage;
   std::string workspace_id;
   std::string recipient;
   std::string body;

@@ -28,11 +28,13 @@ enum class LedgerEvent {
   kRefused
 };
 
-enum class DecisionClass { kTriage, kActionProposed, kRuleFired, kTrustTransition };
+// `digest`: the daily digest a workspace was sent (or is being sent), one per local day.
+enum class DecisionClass { kTriage, kActionProposed, kRuleFired, kTrustTransition, kDigest };
 
-// A proposal (action_proposed) follows its action's status; every other decision is
-// `recorded` and stays so. (`approved` is never stored: an approved action is executed at
-// once. It stays a status decision.list accepts, as it always has.)
+// A proposal (action_proposed) follows its action's status, a digest its delivery's
+// (pending, delivered, failed); every other decision is `recorded` and stays so. (`approved` is
+// never stored: an approved action is executed at once. It stays a status decision.list accepts, as
+// it always has.)
 enum class DecisionStatus {
   kRecorded,
   kPending,
@@ -52,6 +54,10 @@ enum class RuleOrigin { kUser, kLearned };
 
 enum class OutboxStatus { kPending, kDelivered, kFailed };
 
+// What an outbox row carries: an action's message to a counterparty, a workspace's daily
+// digest to its person, or an event pushed to the person's webhook (engines/pushes.h).
+enum class OutboxKind { kMessage, kDigest, kEvent };
+
 // The spellings of each enum, in the order of its values.
 template <typename E>
 struct Spellings;
@@ -67,8 +73,8 @@ struct Spellings<LedgerEvent> {
 };
 template <>
 struct Spellings<DecisionClass> {
-  static constexpr std::array<std::string_view, 4> kNames = {"triage", "action_proposed",
-                                                             "rule_fired", "trust_transition"};
+  static constexpr std::array<std::string_view, 5> kNames = {
+      "triage", "action_proposed", "rule_fired", "trust_transition", "digest"};
 };
 template <>
 struct Spellings<DecisionStatus> {
@@ -92,6 +98,10 @@ struct Spellings<RuleOrigin> {
 template <>
 struct Spellings<OutboxStatus> {
   static constexpr std::array<std::string_view, 3> kNames = {"pending", "delivered", "failed"};
+};
+template <>
+struct Spellings<OutboxKind> {
+  static constexpr std::array<std::string_view, 3> kNames = {"message", "digest", "event"};
 };
 
 template <typename E>
@@ -184,7 +194,15 @@ static_assert([] {
 // Whether a decision of class `cls` can have status `status`: a counterparty's decisions of
 // one status are read only in the classes that can have it, so the store keeps to this.
 constexpr bool DecisionClassMayHaveStatus(DecisionClass cls, DecisionStatus status) {
-  return (cls == DecisionClass::kActionProposed) != (status == DecisionStatus::kRecorded);
+  switch (cls) {
+    case DecisionClass::kActionProposed:
+      return status != DecisionStatus::kRecorded;
+    case DecisionClass::kDigest:
+      return status == DecisionStatus::kPending || status == DecisionStatus::kDelivered ||
+             status == DecisionStatus::kFailed;
+    default:
+      return status == DecisionStatus::kRecorded;
+  }
 }
 
 }  // namespace cortex

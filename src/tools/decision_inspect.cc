@@ -78,7 +78,12 @@ ToolDef DecisionInspectTool() {
                {"items", {{"type", "object"}}}}},
              {"by",
               {{"type", "object"},
-               {"description", "A trust move's actor: channel, and token_id or session."}}}}}},
+               {"description", "A trust move's actor: channel, and token_id or session."}}},
+             {"digest",
+              {{"type", "object"},
+               {"description",
+                "A daily digest: its day, recipient, the messages it listed (each with why) "
+                "and the drafts it said were waiting."}}}}}},
       .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
@@ -92,6 +97,10 @@ ToolDef DecisionInspectTool() {
           if (d->decision_class == DecisionClass::kTrustTransition) {
             json details = d->Details();
             if (details.contains("by")) body["by"] = details["by"];
+          }
+          if (d->decision_class == DecisionClass::kDigest) {
+            body["status"] = Name(d->status);
+            body["digest"] = d->Details();
           }
           if (d->decision_class != DecisionClass::kActionProposed) return Status::Ok();
           body["status"] = Name(d->status);

@@ -1,5 +1,5 @@
 // decision.list: decisions newest first, filtered by class, status, counterparty and time,
-// with cursor paging. The approval inbox is `status: pending`.
+// with cursor paging. The approval inbox is `decision_class: action_proposed, status: pending`.
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/limits.h"
@@ -53,9 +53,10 @@ ToolDef DecisionListTool() {
       .title = "List decisions",
       .description =
           "Lists the workspace's decisions newest first. Filter by decision_class (triage, "
-          "action_proposed, rule_fired, trust_transition), status (e.g. pending: the approval "
-          "inbox), counterparty (entity id, email or @handle) and time (since/until, RFC "
-          "3339). Pages with next_cursor.",
+          "action_proposed, rule_fired, trust_transition, digest: the daily digests sent), "
+          "status (action_proposed + pending: the approval inbox; digest + delivered: the "
+          "digests that went out), counterparty (entity id, email or @handle) and time "
+          "(since/until, RFC 3339). Pages with next_cursor.",
       .input_schema = {{"type", "object"},
                        {"additionalProperties", false},
                        {"properties",

@@ -114,13 +114,14 @@ def decision_details(data_dir, decision_id):
 class Server:
     """A running `cortex serve` whose stderr goes to a file (never a pipe that could fill)."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), env=None):
         self.data_dir = data_dir
         self.log_path = os.path.join(data_dir, "serve.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [CORTEX_BIN, "serve", "--data", data_dir, "--listen", "127.0.0.1:0", *extra_args],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            env={**os.environ, **(env or {})})
         self.port = self._wait_port()
         self._wait_healthy()
 
