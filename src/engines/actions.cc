@@ -58,6 +58,7 @@ ActionResult Result_(std::string status, const Action& a, std::string message) {
   r.action_id = a.id;
   r.message = std::move(message);
   r.draft = a.draft;
+  r.level = a.level;
   return r;
 }
 

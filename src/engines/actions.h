@@ -27,6 +27,9 @@ struct ActionConfig {
   std::chrono::seconds draft_expiry{24 * 3600};  // level 1: pending until approved or this
   std::chrono::seconds undo_window{600};         // level 2: executed after this unless rejected
   TrustConfig trust;
+  // Level 1 drafts may be put to the person inside their own MCP client (elicitation;
+  // engines/elicitation.h). [actions] approve_in_client = false turns it off.
+  bool approve_in_client = true;
   DrafterConfig drafter;
   QuotaLimits quotas;  // defaults; inference units are spent by the model drafter
 };
@@ -38,6 +41,7 @@ struct ActionResult {
   std::string action_id;
   std::string message;
   std::string draft;      // the text that is (or would be) sent, when there is an action
+  int level = -1;         // the trust level it was decided at, when there is an action
   std::string error;      // status "error" only: a tool error code
   std::string quota;      // quota_exceeded only: which quota
   int retry_after_s = 0;  // quota_exceeded only

@@ -40,6 +40,15 @@ Status Get(const toml::table& t, const char* section, const char* key, T* out, T
   return Status::Ok();
 }
 
+Status GetBool(const toml::table& t, const char* section, const char* key, bool* out) {
+  const toml::node* node = t[section][key].node();
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value_exact<bool>();
+  if (!v) return Status::InvalidArgument(Key(section, key) + " must be true or false");
+  *out = *v;
+  return Status::Ok();
+}
+
 Status GetString(const toml::table& t, const char* section, const char* key, std::string* out) {
   const toml::node* node = t[section][key].node();
   if (node == nullptr) return Status::Ok();
@@ -117,7 +126,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   }
   if (auto* a = t["actions"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
-        Unknown(*a, "actions.", {"draft_expiry_minutes", "undo_window_seconds"}));
+        Unknown(*a, "actions.",
+                {"draft_expiry_minutes", "undo_window_seconds", "approve_in_client"}));
   }
   if (auto* a = t["trust"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));
@@ -134,6 +144,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "undo_window_seconds", &undo, 1, 86400));
   config.actions.draft_expiry = std::chrono::minutes(expiry);
   config.actions.undo_window = std::chrono::seconds(undo);
+  CORTEX_RETURN_IF_ERROR(
+      GetBool(t, "actions", "approve_in_client", &config.actions.approve_in_client));
   int64_t level = config.actions.trust.default_level,
           raise = config.actions.trust.approvals_to_raise;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "default_level", &level, 0, 3));

@@ -283,7 +283,7 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}, {"ttlMs", kListTtlMs}, {"cacheScope", "public"}};
   } else if (method == "tools/call") {
-    auto called = CallTool(params, *req.auth, out);
+    auto called = CallTool(params, *req.auth, out, /*modern=*/true);
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -292,7 +292,7 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     return Fail(std::move(out), id, Disposition::kUnknownMethod,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
   }
-  result["resultType"] = "complete";
+  if (!result.contains("resultType")) result["resultType"] = "complete";  // or input_required
   result["_meta"] = result_meta_;
   out.body = rpc::MakeResult(id, std::move(result));
   return out;
@@ -367,7 +367,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}};
   } else if (method == "tools/call") {
-    auto called = CallTool(params, auth, out);
+    auto called = CallTool(params, auth, out, /*modern=*/false);
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -409,7 +409,7 @@ Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, 
 }
 
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
-                                                   McpResponse& out) {
+                                                   McpResponse& out, bool modern) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -435,6 +435,13 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
       auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
         out.notifications.push_back(std::move(n));
       }};
+  if (modern) {
+    ctx.may_ask_input = true;
+    ctx.input_responses = params.value("inputResponses", json(nullptr));
+    if (params.contains("requestState") && params["requestState"].is_string()) {
+      ctx.request_state = params["requestState"];
+    }
+  }
   ToolReply reply = tools_.Call(*name, args, ctx);
   if (reply.is_error()) {
     const json& body = reply.body();

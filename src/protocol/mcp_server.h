@@ -126,9 +126,11 @@ class McpServer {
                            bool is_notification, McpResponse out);
   Result<nlohmann::json> Initialize(const nlohmann::json& params, const AuthContext& auth,
                                     McpResponse& out);
-  // tools/call for either era. Fills out.tool and out.status.
+  // tools/call for either era (`modern`: 2026-07-28, where a tool may answer that it needs
+  // input). Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
-                                                    const AuthContext& auth, McpResponse& out);
+                                                    const AuthContext& auth, McpResponse& out,
+                                                    bool modern);
   // Counts a tool call against the caller's quotas: null if admitted, else the
   // quota_exceeded (or store error) result to return instead.
   nlohmann::json AdmitCall(const AuthContext& auth);

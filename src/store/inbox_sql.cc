@@ -78,4 +78,40 @@ Status InboxWriter::EndSession(const std::string& ws, const std::string& id, Tim
   return s_.conn.Changes() == 1 ? Status::Ok() : Status::NotFound("no live session " + id);
 }
 
+Status InboxWriter::InsertElicitation(const Elicitation& e) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(e.workspace_id));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO elicitations (id, workspace_id, decision_id, token_id, secret_hash,"
+      " args_hash, created_at, expires_at, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  return s.Bind(1, e.id)
+      .Bind(2, e.workspace_id)
+      .Bind(3, e.decision_id)
+      .Bind(4, e.token_id)
+      .Bind(5, e.secret_hash)
+      .Bind(6, e.args_hash)
+      .Bind(7, e.created_at)
+      .Bind(8, e.expires_at)
+      .Bind(9, e.answered_at)
+      .Run();
+}
+
+Result<Elicitation> InboxReader::GetElicitation(const std::string& ws, const std::string& id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, workspace_id, decision_id, token_id, secret_hash, args_hash, created_at,"
+      " expires_at, answered_at FROM elicitations WHERE id = ? AND workspace_id = ?");
+  s.Bind(1, id).Bind(2, ws);
+  return OneRow(s, "no elicitation " + id, [](const Stmt& r) {
+    return Elicitation{r.Text(0), r.Text(1), r.Text(2), r.Text(3),   r.Text(4),
+                       r.Text(5), r.Time(6), r.Time(7), r.OptTime(8)};
+  });
+}
+
+Result<bool> InboxWriter::MarkElicitationAnswered(const std::string& id, TimePoint now) {
+  Stmt s = s_.conn.Prepare(
+      "UPDATE elicitations SET answered_at = ? WHERE id = ? AND answered_at IS NULL");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, now).Bind(2, id).Run());
+  return s_.conn.Changes() == 1;
+}
+
 }  // namespace cortex

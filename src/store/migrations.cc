@@ -344,6 +344,23 @@ CREATE TABLE digests (
   PRIMARY KEY (workspace_id, day)
 );
 )sql"},
+      {15, "drafts put to a person inside their MCP client", R"sql(
+-- action.communicate at level 1 may ask the person in their own MCP client (2026-07-28's
+-- input-required result, engines/elicitation.h). The client echoes the request state back
+-- with the answer; this row checks it: once, by the token that was asked, for the same
+-- arguments, before it expires. Only the SHA-256 of the state's secret is kept.
+CREATE TABLE elicitations (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  decision_id  TEXT NOT NULL,
+  token_id     TEXT NOT NULL,
+  secret_hash  TEXT NOT NULL,
+  args_hash    TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  answered_at  INTEGER
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -1,9 +1,28 @@
 // action.communicate: draft and route a message through the action engine (seed 000).
 #include "engines/drafter.h"
+#include "engines/elicitation.h"
 #include "tools/action_tools.h"
 #include "tools/cortex_tools.h"
 
 namespace cortex {
+namespace {
+
+// Whether the person can be asked inside the calling client: a 2026-07-28 request from a
+// client that declared form elicitation, by a token with the approve scope (a person's
+// client; an agent's could answer its own question), and the config allows it.
+bool MayAskInClient(const ToolContext& ctx, const ActionConfig& config) {
+  if (!config.approve_in_client || !ctx.may_ask_input) return false;
+  if ((ctx.auth.scopes & kScopeApprove) == 0) return false;
+  if (!ctx.meta.is_object()) return false;
+  auto caps = ctx.meta.find("io.modelcontextprotocol/clientCapabilities");
+  if (caps == ctx.meta.end() || !caps->is_object()) return false;
+  auto elicitation = caps->find("elicitation");
+  if (elicitation == caps->end() || !elicitation->is_object()) return false;
+  // An empty object means form mode (the spec's default); otherwise form must be named.
+  return elicitation->empty() || elicitation->contains("form");
+}
+
+}  // namespace
 
 using nlohmann::json;
 
@@ -48,10 +67,27 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
       // A model drafts before the write (engines/actions.cc): a network call.
       .calls_out = config.actions.drafter.CallsModel(),
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
+        const std::string& ws = ctx.auth.workspace_id;
+        if (!ctx.request_state.empty()) {
+          // The retry of a call that asked the person: their answer, not a new draft.
+          return ActionReply(AnswerInClient(ctx.store, ctx.clock, config.actions, ws,
+                                            ctx.auth.token_id, args, ctx.request_state,
+                                            ctx.input_responses));
+        }
         CommunicateRequest req{args.at("to"), args.at("message"), args.value("tone", ""),
                                args.value("context", ""), ctx.auth.token_id};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
-        return ActionReply(engine.Communicate(ctx.auth.workspace_id, req));
+        auto result = engine.Communicate(ws, req);
+        if (result.ok() && result->status == "pending_approval" && result->level == 1 &&
+            MayAskInClient(ctx, config.actions)) {
+          auto asked = AskInClient(ctx.store, ctx.clock, ws, ctx.auth.token_id, args, *result);
+          if (asked.ok()) {
+            return ToolReply::InputRequired(std::move(asked->input_requests),
+                                            std::move(asked->request_state));
+          }
+          // Could not ask: the draft waits in the inbox, as for any other client.
+        }
+        return ActionReply(result);
       },
   };
 }

@@ -26,6 +26,11 @@ struct ToolContext {
   nlohmann::json meta;   // the request's params._meta (e.g. a progressToken), or null
   // Sends a request-scoped notification (e.g. notifications/progress) ahead of the result.
   std::function<void(nlohmann::json)> notify;
+  // A 2026-07-28 request: the tool may answer ToolReply::InputRequired (the client's
+  // capabilities are in meta), and a retry carries the client's answers and the state.
+  bool may_ask_input = false;
+  nlohmann::json input_responses = nullptr;  // params.inputResponses, or null
+  std::string request_state = {};            // params.requestState, or empty
 };
 
 using ToolHandler = std::function<ToolReply(ToolContext&, const nlohmann::json& args)>;

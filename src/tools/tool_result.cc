@@ -51,6 +51,15 @@ ToolReply ToolReply::Raw(json call_tool_result) {
   return r;
 }
 
+ToolReply ToolReply::InputRequired(json input_requests, std::string request_state) {
+  ToolReply r;
+  r.body_ = {{"resultType", "input_required"},
+             {"inputRequests", std::move(input_requests)},
+             {"requestState", std::move(request_state)}};
+  r.raw_ = true;
+  return r;
+}
+
 json ToolReply::ToCallToolResult() && {
   if (raw_) return std::move(body_);
   // Built member by member: an initializer list would copy the body's text and tree.

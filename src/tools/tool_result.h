@@ -25,6 +25,9 @@ class ToolReply {
   // A CallToolResult given verbatim (for tools whose content is not a JSON body, such as
   // the conformance fixtures' images and audio).
   static ToolReply Raw(nlohmann::json call_tool_result);
+  // A 2026-07-28 InputRequiredResult: the client is to fulfil `input_requests` (e.g. an
+  // elicitation) and retry the call with the answers and `request_state`.
+  static ToolReply InputRequired(nlohmann::json input_requests, std::string request_state);
 
   bool is_error() const { return is_error_; }
   bool is_raw() const { return raw_; }

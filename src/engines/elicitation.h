@@ -1,0 +1,49 @@
+// Approval inside the person's own MCP client. When action.communicate leaves a draft at
+// level 1 and the calling client declared it can ask its user (`elicitation`, in a
+// 2026-07-28 request), the tool answers with an input-required result: a form asking the
+// person to approve (optionally editing the text) or reject, and a request state. The
+// client retries the same call with the answer and the state; the answer is the person's,
+// recorded with channel `elicitation` and the token id.
+//
+// Only a token with the `approve` scope is asked (a person's client): an agent's client
+// could answer its own question, and an agent never approves. The request state names a
+// stored elicitation: it is answered once, by the token that was asked, for the same
+// arguments, within kElicitationLifetime. docs/inbox.md, "In your MCP client".
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "engines/actions.h"
+#include "store/store.h"
+
+namespace cortex {
+
+inline constexpr std::chrono::minutes kElicitationLifetime{10};
+// The key of the one input request in an input-required result.
+inline constexpr char kApprovalInput[] = "approval";
+
+struct InputRequired {
+  nlohmann::json input_requests;  // {"approval": {"method": "elicitation/create", ...}}
+  std::string request_state;
+};
+
+// Puts the pending draft of `pending` (a level-1 pending_approval result of a call with
+// `args` by `token_id`) to the person.
+Result<InputRequired> AskInClient(Store& store, const Clock& clock, const std::string& ws,
+                                  const std::string& token_id, const nlohmann::json& args,
+                                  const ActionResult& pending);
+
+// Applies the person's answer to a retried call. InvalidArgument (saying why) for a
+// request state that is unknown, expired, already answered, another token's or another
+// call's, or an answer that is not an ElicitResult of the form; nothing changes then.
+// A declined or cancelled form leaves the draft pending (in the inbox).
+Result<ActionResult> AnswerInClient(Store& store, const Clock& clock, const ActionConfig& config,
+                                    const std::string& ws, const std::string& token_id,
+                                    const nlohmann::json& args, const std::string& request_state,
+                                    const nlohmann::json& input_responses);
+
+}  // namespace cortex
