@@ -215,6 +215,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   // Host checks guard loopback servers against DNS rebinding. A server listening on a
   // public address is reached by names we cannot guess, unless the operator lists them.
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
+  router_options.metrics_token = config->http.metrics_token;
+  mcp.SetSessionLimits(config->http.sessions);
   Metrics metrics;
   InboxApi inbox(**store, clock, config->actions, registry);
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox);

@@ -403,17 +403,21 @@ TEST(JsonSchemaTest, PatternsAreMatchedWhereverTheyApply) {
       "who": {"type": "object", "properties": {"name": {"pattern": "b"}}},
       "any": {"anyOf": [{"type": "string", "pattern": "^x"}, {"type": "integer"}]}}})"));
   ASSERT_TRUE(schema.ok());
-  const std::string mismatch = "Failed to match regex specified by 'pattern' constraint.";
+  // A mismatch says what is expected: an id's form in words, any other pattern as it is.
+  const std::string id_form =
+      "must be dec_ followed by 26 Crockford base-32 characters (0-9 and A-Z without I, L, O "
+      "and U; the first 0-7)";
   EXPECT_TRUE(schema->Validate({{"id", "dec_01M8R3P2ZTDDMF6JRP5QR6SHH4"}}).ok());
   EXPECT_EQ(schema->Validate({{"id", "dec_01M8R3P2ZTDDMF6JRP5QR6SHHU"}}).message(),
-            "field 'id': " + mismatch);  // U is not in the alphabet
+            "field 'id': " + id_form);  // U is not in the alphabet
   EXPECT_EQ(schema->Validate({{"id", "xdec_01M8R3P2ZTDDMF6JRP5QR6SHH4"}}).message(),
-            "field 'id': " + mismatch);
+            "field 'id': " + id_form);
   EXPECT_TRUE(schema->Validate({{"tags", {"a", "bc"}}}).ok());
-  EXPECT_EQ(schema->Validate({{"tags", {"a", "B"}}}).message(), "field 'tags.1': " + mismatch);
+  EXPECT_EQ(schema->Validate({{"tags", {"a", "B"}}}).message(),
+            "field 'tags.1': must match the pattern ^[a-z]+$");
   EXPECT_TRUE(schema->Validate({{"who", {{"name", "abc"}}}}).ok());  // unanchored: a search
   EXPECT_EQ(schema->Validate({{"who", {{"name", "ac"}}}}).message(),
-            "field 'who.name': " + mismatch);
+            "field 'who.name': must match the pattern b");
   EXPECT_TRUE(schema->Validate({{"who", {{"name", 7}}}}).ok());  // not a string: no pattern
   EXPECT_TRUE(schema->Validate({{"any", "xy"}}).ok());           // inside anyOf
   EXPECT_FALSE(schema->Validate({{"any", "yx"}}).ok());
@@ -423,7 +427,55 @@ TEST(JsonSchemaTest, PatternsAreMatchedWhereverTheyApply) {
   auto root = JsonSchema::Compile({{"type", "string"}, {"pattern", "^[0-9]+$"}});
   ASSERT_TRUE(root.ok());
   EXPECT_TRUE(root->Validate("123").ok());
-  EXPECT_EQ(root->Validate("12a").message(), mismatch);
+  EXPECT_EQ(root->Validate("12a").message(), "must match the pattern ^[0-9]+$");
+}
+
+// An enum's error lists the values allowed; a wrong type names the type expected.
+TEST(JsonSchemaTest, ErrorsSayWhatIsExpected) {
+  auto schema = JsonSchema::Compile(nlohmann::json::parse(R"({
+    "type": "object",
+    "properties": {
+      "tone": {"type": "string", "enum": ["warm", "neutral", "brief"]},
+      "limit": {"type": "integer"},
+      "list": {"type": "array", "items": {"enum": [1, 2]}}}})"));
+  ASSERT_TRUE(schema.ok());
+  EXPECT_EQ(schema->Validate({{"tone", "angry"}}).message(),
+            R"(field 'tone': must be one of "warm", "neutral", "brief")");
+  EXPECT_EQ(schema->Validate({{"list", {1, 3}}}).message(), "field 'list.1': must be one of 1, 2");
+  EXPECT_EQ(schema->Validate({{"limit", "ten"}}).message(), "field 'limit': must be an integer");
+  EXPECT_EQ(schema->Validate({{"tone", 7}}).message(),
+            R"(field 'tone': must be one of "warm", "neutral", "brief")");
+}
+
+// A message from a client names each key once per object: a repeated key is refused, and
+// where it is said, on both parsers (simdjson below 16 KiB, nlohmann above); ParseJson
+// itself keeps reading the last value, as nlohmann does.
+TEST(JsonTextTest, ParseJsonUniqueKeysRefusesARepeatedKey) {
+  using nlohmann::json;
+  const std::string big(20000, ' ');  // past simdjson's share: nlohmann parses it
+  for (const std::string& pad : {std::string(), big}) {
+    std::string where = "stale";
+    EXPECT_TRUE(ParseJsonUniqueKeys(pad + R"({"a":1,"a":2})", &where).is_discarded());
+    EXPECT_EQ(where, "a");
+    EXPECT_TRUE(
+        ParseJsonUniqueKeys(pad + R"({"p":{"args":{"to":"x","cc":[1,{"k":1,"k":1}]}}})", &where)
+            .is_discarded());
+    EXPECT_EQ(where, "p.args.cc.1.k");
+    EXPECT_TRUE(ParseJsonUniqueKeys(pad + R"([{}, {"x":[[], {"y":0,"z":0,"y":0}]}])", &where)
+                    .is_discarded());
+    EXPECT_EQ(where, "1.x.1.y");
+    EXPECT_TRUE(ParseJsonUniqueKeys(pad + R"({"m":-0,"m":-0})", &where).is_discarded());
+    EXPECT_EQ(where, "m");
+    // The same key in different objects is no repeat; nor is a key that is some value.
+    json ok = ParseJsonUniqueKeys(pad + R"({"a":{"a":1},"b":[{"a":2},{"a":"a"}]})", &where);
+    ASSERT_FALSE(ok.is_discarded());
+    EXPECT_EQ(where, "");
+    EXPECT_EQ(ok["b"][1]["a"], "a");
+    // Text that is not JSON is discarded with no key named.
+    EXPECT_TRUE(ParseJsonUniqueKeys(pad + R"({"a":1,"a")", &where).is_discarded());
+    EXPECT_EQ(where, "");
+    EXPECT_EQ(ParseJson(pad + R"({"a":1,"a":[2]})"), json::parse(R"({"a":[2]})"));
+  }
 }
 
 }  // namespace

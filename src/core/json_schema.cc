@@ -1,6 +1,8 @@
 #include "core/json_schema.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -25,6 +27,91 @@ std::string FieldPath(const std::vector<std::string>& context) {
   return path;
 }
 
+// The part of `schema` that applies at `context` (valijson's path), following "properties"
+// and "items" only; null where the schema branches (anyOf, $ref, ...) or says nothing.
+const nlohmann::json* SchemaAt(const nlohmann::json& schema,
+                               const std::vector<std::string>& context) {
+  const nlohmann::json* at = &schema;
+  for (const std::string& part : context) {
+    if (part == "<root>") continue;
+    if (part.size() < 2 || part.front() != '[' || part.back() != ']') return nullptr;
+    std::string name = part.substr(1, part.size() - 2);
+    if (!at->is_object()) return nullptr;
+    auto props = at->find("properties");
+    if (props != at->end() && props->is_object() && props->contains(name)) {
+      at = &(*props)[name];
+      continue;
+    }
+    auto items = at->find("items");
+    if (items != at->end() && items->is_object() && !name.empty() &&
+        name.find_first_not_of("0123456789") == std::string::npos) {
+      at = &*items;
+      continue;
+    }
+    return nullptr;
+  }
+  return at;
+}
+
+// A pattern in words where it has a known form: an id Cortex issues is its prefix and a
+// ULID (26 Crockford base-32 characters, the first 0-7). Otherwise the pattern itself.
+std::string DescribePattern(const std::string& pattern) {
+  static const std::string kUlid = "[0-7][0-9A-HJKMNP-TV-Z]{25}$";
+  if (pattern.size() > kUlid.size() && pattern.front() == '^' &&
+      pattern.compare(pattern.size() - kUlid.size(), kUlid.size(), kUlid) == 0) {
+    std::string prefix = pattern.substr(1, pattern.size() - 1 - kUlid.size());
+    bool literal = std::all_of(prefix.begin(), prefix.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-';
+    });
+    if (literal) {
+      return "must be " + (prefix.empty() ? std::string() : prefix + " followed by ") +
+             "26 Crockford base-32 characters (0-9 and A-Z without I, L, O and U; the first "
+             "0-7)";
+    }
+  }
+  return "must match the pattern " + pattern;
+}
+
+// What the schema expects at a failing field, in place of valijson's description, for the
+// errors whose description does not say: an enum's values, a pattern's form, a type.
+std::optional<std::string> Expected(const nlohmann::json* at, const std::string& desc) {
+  if (at == nullptr || !at->is_object()) return std::nullopt;
+  if (desc.rfind("Failed to match against any enum values", 0) == 0) {
+    auto values = at->find("enum");
+    if (values == at->end() || !values->is_array()) return std::nullopt;
+    std::string out = "must be one of ";
+    for (size_t i = 0; i < values->size(); ++i) {
+      if (i > 0) out += ", ";
+      out += (*values)[i].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    return out;
+  }
+  if (desc.rfind("Failed to match regex specified by 'pattern'", 0) == 0) {
+    auto pattern = at->find("pattern");
+    if (pattern == at->end() || !pattern->is_string()) return std::nullopt;
+    return DescribePattern(pattern->get<std::string>());
+  }
+  if (desc.rfind("Value type not permitted by 'type'", 0) == 0) {
+    auto type = at->find("type");
+    if (type == at->end()) return std::nullopt;
+    auto article = [](const std::string& t) {
+      return (t == "integer" || t == "array" || t == "object" ? "an " : "a ") + t;
+    };
+    if (type->is_string()) return "must be " + article(type->get<std::string>());
+    if (type->is_array() && !type->empty()) {
+      std::string out = "must be ";
+      for (size_t i = 0; i < type->size(); ++i) {
+        if (!(*type)[i].is_string()) return std::nullopt;
+        if (i > 0) out += i + 1 == type->size() ? " or " : ", ";
+        out += article((*type)[i].get<std::string>());
+      }
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<JsonSchema> JsonSchema::Compile(const nlohmann::json& schema) {
@@ -38,6 +125,7 @@ Result<JsonSchema> JsonSchema::Compile(const nlohmann::json& schema) {
   }
   JsonSchema out;
   out.schema_ = std::move(compiled);
+  out.source_ = std::make_shared<const nlohmann::json>(schema);
   return out;
 }
 
@@ -57,6 +145,7 @@ Status JsonSchema::Validate(const nlohmann::json& doc) const {
   if (results.popError(error)) {
     std::string field = FieldPath(error.context);
     std::string desc = error.description;
+    if (auto expected = Expected(SchemaAt(*source_, error.context), desc)) desc = *expected;
     // "Missing required property 'x'." is about field x, not the object that lacks it.
     const std::string kMissing = "Missing required property '";
     if (desc.rfind(kMissing, 0) == 0) {

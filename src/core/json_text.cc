@@ -10,7 +10,10 @@
 #include <cstring>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <vector>
 
 #include "core/limits.h"
 
@@ -246,59 +249,134 @@ bool MayHoldMinusZero(std::string_view text) {
   return false;
 }
 
+// How building from simdjson's tree went.
+enum class Built {
+  kOk,
+  kFallback,   // a -0 that nlohmann reads differently: parse with nlohmann instead
+  kDuplicate,  // a key named twice in one object, when refused (`path` says where)
+};
+
+// Where a duplicate key is, built as FromSimdjson unwinds: "a.b.2.c".
+void Prepend(std::string* path, std::string_view part) {
+  if (path == nullptr) return;
+  *path = path->empty() ? std::string(part) : std::string(part) + "." + *path;
+}
+
 // simdjson's value as nlohmann's parser would have built it: integers >= 0 unsigned, as
-// nlohmann makes them; false (parse with nlohmann instead) for an integer 0 when the text
-// may hold a -0 (`minus_zero`). Floats keep their sign in both, -0.0 included.
-bool FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out) {
+// nlohmann makes them; kFallback for an integer 0 when the text may hold a -0
+// (`minus_zero`). Floats keep their sign in both, -0.0 included. A repeated key keeps its
+// last value, as in nlohmann, unless `duplicate` is given: then it is kDuplicate.
+Built FromSimdjson(simdjson::dom::element e, bool minus_zero, json& out, std::string* duplicate) {
   using Type = simdjson::dom::element_type;
   switch (e.type()) {
     // (The object and array are named: iterating the temporaries that value_unsafe() refers
     // into would dangle.)
-    case Type::OBJECT:
+    case Type::OBJECT: {
       out = json::object();
+      auto& members = out.get_ref<json::object_t&>();
       for (auto field : simdjson::dom::object(e.get_object().value_unsafe())) {
-        // A repeated key keeps its last value, as in nlohmann.
-        if (!FromSimdjson(field.value, minus_zero, out[std::string(field.key)])) return false;
+        auto [it, added] = members.emplace(std::string(field.key), nullptr);
+        if (!added && duplicate != nullptr) {
+          *duplicate = std::string(field.key);
+          return Built::kDuplicate;
+        }
+        Built b = FromSimdjson(field.value, minus_zero, it->second, duplicate);
+        if (b == Built::kDuplicate) Prepend(duplicate, field.key);
+        if (b != Built::kOk) return b;
       }
-      return true;
-    case Type::ARRAY:
+      return Built::kOk;
+    }
+    case Type::ARRAY: {
       out = json::array();
+      size_t index = 0;
       for (auto item : simdjson::dom::array(e.get_array().value_unsafe())) {
         out.push_back(nullptr);
-        if (!FromSimdjson(item, minus_zero, out.back())) return false;
+        Built b = FromSimdjson(item, minus_zero, out.back(), duplicate);
+        if (b == Built::kDuplicate) Prepend(duplicate, std::to_string(index));
+        if (b != Built::kOk) return b;
+        ++index;
       }
-      return true;
+      return Built::kOk;
+    }
     case Type::STRING:
       out = std::string(e.get_string().value_unsafe());
-      return true;
+      return Built::kOk;
     case Type::INT64: {
       std::int64_t v = e.get_int64().value_unsafe();
       out = v >= 0 ? json(static_cast<std::uint64_t>(v)) : json(v);
-      return !(v == 0 && minus_zero);
+      return v == 0 && minus_zero ? Built::kFallback : Built::kOk;
     }
     case Type::UINT64:
       out = e.get_uint64().value_unsafe();
-      return true;
+      return Built::kOk;
     case Type::DOUBLE:
       out = e.get_double().value_unsafe();
-      return true;
+      return Built::kOk;
     case Type::BOOL:
       out = e.get_bool().value_unsafe();
-      return true;
+      return Built::kOk;
     case Type::NULL_VALUE:
       out = nullptr;
-      return true;
+      return Built::kOk;
   }
-  return false;
+  return Built::kFallback;
 }
 
-}  // namespace
+// The open arrays and objects while nlohmann parses, for finding a repeated key and saying
+// where it is.
+class KeyTracker {
+ public:
+  // Called for each parse event; false once a key repeats.
+  void On(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        Item();
+        frames_.push_back(Frame{event == json::parse_event_t::object_start, {}, {}, 0});
+        return;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        return;
+      case json::parse_event_t::key: {
+        if (frames_.empty() || !parsed.is_string()) return;
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second && !found_) {
+          for (const Frame& open : frames_) {
+            if (!path_.empty()) path_ += '.';
+            path_ += open.object ? open.key : std::to_string(open.items - 1);
+          }
+          found_ = true;
+        }
+        return;
+      }
+      case json::parse_event_t::value:
+        Item();
+        return;
+    }
+  }
+  bool found() const { return found_; }
+  const std::string& path() const { return path_; }
 
-// Parsed by simdjson rather than by nlohmann, whose lexer copies every byte into a token
-// buffer (docs/performance.md). Anything simdjson refuses (invalid JSON, but also integers
-// past 64 bits, which nlohmann takes as doubles) goes to nlohmann, so what is accepted and
-// what it means do not change (core_test.cc compares the two).
-nlohmann::json ParseJson(std::string_view text) {
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;  // of an object, so far
+    std::string key;             // of an object: the member being read
+    size_t items;                // of an array: items begun so far
+  };
+  // A value begins: an item of the array it is in, if it is in one.
+  void Item() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().items;
+  }
+  std::vector<Frame> frames_;
+  std::string path_;
+  bool found_ = false;
+};
+
+// ParseJson and ParseJsonUniqueKeys: `duplicate` null keeps the last of repeated keys.
+json Parse(std::string_view text, std::string* duplicate) {
   if (text.size() <= kSimdjsonMaxBytes) {
     thread_local simdjson::dom::parser parser = [] {
       simdjson::dom::parser p(kSimdjsonMaxBytes);
@@ -312,25 +390,55 @@ nlohmann::json ParseJson(std::string_view text) {
     simdjson::dom::element doc;
     json out;
     if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
-            simdjson::SUCCESS &&
-        FromSimdjson(doc, MayHoldMinusZero(text), out)) {
-      return out;
+        simdjson::SUCCESS) {
+      switch (FromSimdjson(doc, MayHoldMinusZero(text), out, duplicate)) {
+        case Built::kOk:
+          return out;
+        case Built::kDuplicate:
+          return json(json::value_t::discarded);
+        case Built::kFallback:
+          if (duplicate != nullptr) duplicate->clear();
+          break;
+      }
     }
   }
   // nlohmann's parser is not recursive; the depth is counted as it goes (0 for the
   // outermost array or object).
   bool too_deep = false;
+  std::optional<KeyTracker> keys;
+  if (duplicate != nullptr) keys.emplace();
   json out = json::parse(
       text,
-      [&too_deep](int depth, json::parse_event_t event, json&) {
+      [&too_deep, &keys](int depth, json::parse_event_t event, json& parsed) {
         if (depth >= limits::kMaxJsonDepth && (event == json::parse_event_t::object_start ||
                                                event == json::parse_event_t::array_start)) {
           too_deep = true;
         }
+        if (keys) keys->On(event, parsed);
         return true;
       },
       /*allow_exceptions=*/false);
-  return too_deep ? json(json::value_t::discarded) : out;
+  if (too_deep || out.is_discarded()) return json(json::value_t::discarded);
+  if (keys && keys->found()) {
+    *duplicate = keys->path();
+    return json(json::value_t::discarded);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Parsed by simdjson rather than by nlohmann, whose lexer copies every byte into a token
+// buffer (docs/performance.md). Anything simdjson refuses (invalid JSON, but also integers
+// past 64 bits, which nlohmann takes as doubles) goes to nlohmann, so what is accepted and
+// what it means do not change (core_test.cc compares the two).
+nlohmann::json ParseJson(std::string_view text) { return Parse(text, nullptr); }
+
+nlohmann::json ParseJsonUniqueKeys(std::string_view text, std::string* duplicate) {
+  std::string where;
+  json out = Parse(text, &where);
+  if (duplicate != nullptr) *duplicate = out.is_discarded() ? where : std::string();
+  return out;
 }
 
 nlohmann::json ParseStoredJson(std::string_view text) {

@@ -26,6 +26,13 @@ std::string DumpJson(const nlohmann::json& value, KnownText known = {});
 // exactly what nlohmann::json::parse does, and gives the same value.
 nlohmann::json ParseJson(std::string_view text);
 
+// ParseJson for a message from a client, where a key named twice in one object is refused
+// rather than read as its last value (RFC 8259 leaves that case to the reader; RFC 7493,
+// I-JSON, forbids it): a discarded value, with `*duplicate` (if given) set to where, as
+// "params.arguments.to" (array items by index). `*duplicate` is left empty for text that is
+// not JSON or nests too deep.
+nlohmann::json ParseJsonUniqueKeys(std::string_view text, std::string* duplicate);
+
 // ParseJson for text that must be JSON because Cortex wrote it (a stored column), at any
 // depth: anything else is corruption and throws std::runtime_error, as nlohmann's throwing
 // parse did.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace cortex::limits {
 
@@ -15,8 +16,12 @@ inline constexpr std::chrono::seconds kReadTimeout{30};    // to receive one who
 inline constexpr std::chrono::seconds kIdleTimeout{60};    // keep-alive between requests
 inline constexpr std::chrono::seconds kShutdownGrace{10};  // SIGTERM: finish in-flight work
 inline constexpr size_t kMaxConnections = 1024;            // open connections per server
-inline constexpr std::chrono::seconds kSseKeepAlive{15};   // comment line on idle streams
-inline constexpr size_t kMaxFloodAddresses = 65536;        // client addresses tracked at once
+// Open connections from one client address: no one address can take the whole server (a
+// quarter of it by default). At either bound a new connection first closes the longest-idle
+// connection in its scope (its own address's; any), and is refused only if none is idle.
+inline constexpr size_t kMaxConnectionsPerAddress = 256;
+inline constexpr std::chrono::seconds kSseKeepAlive{15};  // comment line on idle streams
+inline constexpr size_t kMaxFloodAddresses = 65536;       // client addresses tracked at once
 // How often each I/O thread checks its connections' read, write and idle deadlines: a
 // timeout takes effect up to this much late.
 inline constexpr std::chrono::milliseconds kDeadlineSweep{250};
@@ -39,8 +44,11 @@ inline constexpr size_t kFiberStackBytes = 1 << 20;
 inline constexpr size_t kKeptFiberStacks = 64;
 inline constexpr size_t kMaxFiberBodyBytes = 16 << 10;
 
-// MCP sessions (protocol 2025-11-25 and earlier).
-inline constexpr size_t kMaxSessions = 10000;
+// MCP sessions (protocol 2025-11-25 and earlier) over HTTP; stdio's one session is the
+// process's own and counts against none of these. Open = used within kSessionIdleExpiry.
+inline constexpr size_t kMaxSessions = 10000;             // in the store, all workspaces
+inline constexpr size_t kMaxSessionsPerWorkspace = 1000;  // so that ten tenants fill it, not one
+inline constexpr size_t kMaxSessionsPerToken = 250;       // a token's clients, within that
 inline constexpr std::chrono::hours kSessionIdleExpiry{24};
 inline constexpr std::chrono::minutes kSessionTouchInterval{1};  // last_used precision
 inline constexpr size_t kMaxStreamsPerSession = 8;               // concurrent GET /mcp streams
@@ -71,15 +79,26 @@ inline constexpr size_t kMaxWritesPerCommit = 256;  // group commit: one batch, 
 
 namespace cortex {
 
+// Caps on open MCP sessions (HTTP only; McpServer::SetSessionLimits).
+struct SessionLimits {
+  size_t total = limits::kMaxSessions;
+  size_t per_workspace = limits::kMaxSessionsPerWorkspace;
+  size_t per_token = limits::kMaxSessionsPerToken;  // not applied to tokenless (test) mode
+};
+
 // The HTTP bounds an operator may change in the [http] section of the config.
 struct HttpLimits {
   std::chrono::seconds read_timeout = limits::kReadTimeout;
   std::chrono::seconds idle_timeout = limits::kIdleTimeout;
   size_t max_connections = limits::kMaxConnections;
+  size_t max_connections_per_address = limits::kMaxConnectionsPerAddress;
   // The flood guard: requests per second per client address (a token bucket holding
   // `flood_burst`), before authentication or parsing. 0 turns it off.
   int64_t flood_rate = 500;
   int64_t flood_burst = 1000;
+  SessionLimits sessions;
+  // GET /metrics: when not empty, only `Authorization: Bearer <metrics_token>` is answered.
+  std::string metrics_token;
 };
 
 }  // namespace cortex

@@ -91,10 +91,11 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
         Get<int64_t>(t, "quotas", f.name, &(config.actions.quotas.*(f.value)), 0, kMaxQuotaValue));
   }
   if (auto* a = t["http"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(
-        Unknown(*a, "http.",
-                {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
-                 "flood_requests_per_second", "flood_burst"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "http.",
+        {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
+         "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
+         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token"}));
   }
   HttpLimits& h = config.http;
   int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
@@ -108,6 +109,22 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   h.read_timeout = std::chrono::seconds(read_s);
   h.idle_timeout = std::chrono::seconds(idle_s);
   h.max_connections = static_cast<size_t>(conns);
+  int64_t per_address = static_cast<int64_t>(h.max_connections_per_address);
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_connections_per_address", &per_address, 1, 100000));
+  h.max_connections_per_address = static_cast<size_t>(per_address);
+  int64_t sessions = static_cast<int64_t>(h.sessions.total);
+  int64_t ws_sessions = static_cast<int64_t>(h.sessions.per_workspace);
+  int64_t token_sessions = static_cast<int64_t>(h.sessions.per_token);
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_sessions", &sessions, 1, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_sessions_per_workspace", &ws_sessions, 1, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_sessions_per_token", &token_sessions, 1, 10'000'000));
+  h.sessions.total = static_cast<size_t>(sessions);
+  h.sessions.per_workspace = static_cast<size_t>(ws_sessions);
+  h.sessions.per_token = static_cast<size_t>(token_sessions);
+  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "metrics_token", &h.metrics_token));
   DrafterConfig& d = config.actions.drafter;
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));
@@ -125,9 +142,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
         "drafter.model");
   }
   if (auto* a = t["actions"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(
-        Unknown(*a, "actions.",
-                {"draft_expiry_minutes", "undo_window_seconds", "approve_in_client"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "actions.", {"draft_expiry_minutes", "undo_window_seconds", "approve_in_client"}));
   }
   if (auto* a = t["trust"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));

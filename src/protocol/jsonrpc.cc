@@ -11,7 +11,16 @@ namespace cortex::rpc {
 using nlohmann::json;
 
 std::variant<Message, Error> Parse(std::string_view body) {
-  json doc = ParseJson(body);
+  std::string duplicate;
+  json doc = ParseJsonUniqueKeys(body, &duplicate);
+  if (doc.is_discarded() && !duplicate.empty()) {
+    // Last-one-wins would let two readers of one message (a proxy, a log, this server) see
+    // two different requests: a message is one value or none.
+    return Error{kParseError,
+                 "Parse error: duplicate key at " + Utf8Prefix(duplicate, 200) +
+                     " (a key may appear only once in an object)",
+                 {}};
+  }
   if (doc.is_discarded()) {
     return Error{kParseError,
                  "Parse error: body is not valid JSON, or nests arrays and objects more than " +

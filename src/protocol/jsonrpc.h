@@ -39,7 +39,8 @@ struct Message {
 };
 
 // Parses `body` as exactly one JSON-RPC 2.0 message. Batches (arrays) are refused: no
-// supported protocol revision allows them.
+// supported protocol revision allows them. So is a key named twice in any object of it
+// (kParseError naming where), tool arguments included.
 std::variant<Message, Error> Parse(std::string_view body);
 
 nlohmann::json MakeResult(const nlohmann::json& id, nlohmann::json result);

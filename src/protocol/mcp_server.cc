@@ -85,7 +85,9 @@ const char* ErrorName(int code) {
 McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
   out.disposition = d;
   out.text_is_structured = false;
-  out.status = d == Disposition::kUnavailable ? "unavailable" : ErrorName(error.code);
+  out.status = d == Disposition::kUnavailable ? "unavailable"
+               : d == Disposition::kLimited   ? "too_many_sessions"
+                                              : ErrorName(error.code);
   out.body = rpc::MakeError(id, error);
   return out;
 }
@@ -317,12 +319,11 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, Disposition::kRejected,
                   {rpc::kInvalidParams, "Invalid params: protocolVersion is required", {}});
     }
-    auto result = Initialize(params, auth, out);
-    if (!result.ok()) {
-      return Fail(std::move(out), id, Disposition::kUnavailable,
-                  {rpc::kInternalError, result.status().message(), {}});
+    auto result = Initialize(params, auth, req.transport, out);
+    if (auto* f = std::get_if<RpcFailure>(&result)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
     }
-    out.body = rpc::MakeResult(id, std::move(*result));
+    out.body = rpc::MakeResult(id, std::move(std::get<json>(result)));
     return out;
   }
 
@@ -334,7 +335,10 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
                 {rpc::kSessionRequired, msg, {}});
   }
-  auto live = SessionExists(*req.session_id, auth);
+  // On stdio the session is the process's own, and the loop holds only the id that
+  // initialize gave it: nothing to look up.
+  auto live = req.transport == McpTransport::kStdio ? Result<bool>(true)
+                                                    : SessionExists(*req.session_id, auth);
   if (!live.ok()) {
     spdlog::warn("session look-up: {}", live.status().message());
     return Fail(
@@ -380,26 +384,52 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   return out;
 }
 
-Result<json> McpServer::Initialize(const json& params, const AuthContext& auth, McpResponse& out) {
+std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const AuthContext& auth,
+                                                     McpTransport transport, McpResponse& out) {
   std::string requested = params["protocolVersion"];
   // Version negotiation: echo a version we speak, else offer our newest session-era one.
   std::string version = IsLegacyVersion(requested) ? requested : kLegacyVersions[0];
   std::string session_id = RandomHex(16);
-  TimePoint now = clock_.Now();
-  bool opened = false;
-  Status st = store_.Write([&](WriteTx& tx) -> Status {
-    // Idle sessions are swept by the background loop (app.cc); here they just don't count.
-    auto active = tx.sessions().Count(now - limits::kSessionIdleExpiry);
-    if (!active.ok()) return active.status();
-    opened = *active < static_cast<int64_t>(limits::kMaxSessions);
-    if (!opened) return Status::Ok();
-    return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now});
-  });
-  if (!st.ok()) {
-    spdlog::warn("opening a session: {}", st.message());
-    return Status::Unavailable("Service unavailable: no session can be opened now; retry");
+  if (transport == McpTransport::kHttp) {
+    TimePoint now = clock_.Now();
+    // Which cap is full, if one is: each is a bound of its own (limits.h).
+    const char* full = nullptr;
+    size_t cap = 0;
+    Status st = store_.Write([&](WriteTx& tx) -> Status {
+      // Idle sessions are swept by the background loop (app.cc); here they just don't count.
+      auto n = tx.sessions().CountFor(now - limits::kSessionIdleExpiry, auth.workspace_id,
+                                      auth.token_id);
+      if (!n.ok()) return n.status();
+      const SessionLimits& lim = session_limits_;
+      if (!auth.token_id.empty() && n->token >= static_cast<int64_t>(lim.per_token)) {
+        full = "this token", cap = lim.per_token;
+      } else if (n->workspace >= static_cast<int64_t>(lim.per_workspace)) {
+        full = "this workspace", cap = lim.per_workspace;
+      } else if (n->total >= static_cast<int64_t>(lim.total)) {
+        full = "the server", cap = lim.total;
+      }
+      if (full != nullptr) return Status::Ok();
+      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now},
+                                  auth.token_id);
+    });
+    if (!st.ok()) {
+      spdlog::warn("opening a session: {}", st.message());
+      return RpcFailure{
+          {rpc::kInternalError, "Service unavailable: no session can be opened now; retry", {}},
+          Disposition::kUnavailable};
+    }
+    if (full != nullptr) {
+      std::string message = std::string("Too many open sessions for ") + full + " (at most " +
+                            std::to_string(cap) +
+                            "): end sessions you no longer use (DELETE /mcp), or wait for idle "
+                            "ones to expire (after 24 h unused)";
+      // The server's own cap is everyone's: retry later. A workspace's or token's is the
+      // caller's to free.
+      bool everyone = std::string_view(full) == "the server";
+      return RpcFailure{{rpc::kInternalError, std::move(message), {}},
+                        everyone ? Disposition::kUnavailable : Disposition::kLimited};
+    }
   }
-  if (!opened) return Status::Unavailable("Too many open sessions; try again later");
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
                  {"capabilities", {{"tools", {{"listChanged", false}}}}},

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/limits.h"
 #include "engines/quotas.h"
 #include "engines/tokens.h"
 #include "store/store.h"
@@ -43,6 +44,7 @@ enum class Disposition {
   kUnknownMethod,   // stateless era: the method does not exist
   kUnknownSession,  // session era: no such session (expired, deleted, or not yours)
   kUnavailable,     // the store cannot answer now, or no session can be opened: retry later
+  kLimited,         // over a cap of the caller's own (its workspace's or token's sessions)
 };
 
 struct McpRequest {
@@ -91,6 +93,9 @@ class McpServer {
   McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info,
             QuotaLimits quotas = {});
 
+  // The caps on open HTTP sessions. Set before the first Handle() (not synchronized).
+  void SetSessionLimits(const SessionLimits& limits) { session_limits_ = limits; }
+
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
 
@@ -124,8 +129,11 @@ class McpServer {
   McpResponse HandleLegacy(const McpRequest& req, const nlohmann::json& id,
                            const std::string& method, const nlohmann::json& params,
                            bool is_notification, McpResponse out);
-  Result<nlohmann::json> Initialize(const nlohmann::json& params, const AuthContext& auth,
-                                    McpResponse& out);
+  // Opens a session: on HTTP in the store, within session_limits_; on stdio the process's
+  // own, in no store and under no cap (the stdio loop holds its id).
+  std::variant<nlohmann::json, RpcFailure> Initialize(const nlohmann::json& params,
+                                                      const AuthContext& auth,
+                                                      McpTransport transport, McpResponse& out);
   // tools/call for either era (`modern`: 2026-07-28, where a tool may answer that it needs
   // input). Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
@@ -143,6 +151,7 @@ class McpServer {
   const nlohmann::json result_meta_;  // every 2026-07-28 result's _meta
   QuotaLimits quota_defaults_;
   CallQuotas call_quotas_;
+  SessionLimits session_limits_;
 
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session

@@ -34,14 +34,24 @@ class McpServerTest : public ::testing::Test {
     return server_->Handle(req);
   }
 
-  std::string Initialize() {
-    McpResponse r = Send({{"jsonrpc", "2.0"},
-                          {"id", 1},
-                          {"method", "initialize"},
-                          {"params",
-                           {{"protocolVersion", "2025-06-18"},
-                            {"capabilities", json::object()},
-                            {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+  McpResponse Open(McpTransport transport, const AuthContext& auth) {
+    std::string body = json{{"jsonrpc", "2.0"},
+                            {"id", 1},
+                            {"method", "initialize"},
+                            {"params",
+                             {{"protocolVersion", "2025-06-18"},
+                              {"capabilities", json::object()},
+                              {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}}
+                           .dump();
+    McpRequest req;
+    req.body = body;
+    req.transport = transport;
+    req.auth = &auth;
+    return server_->Handle(req);
+  }
+
+  std::string Initialize(McpTransport transport = McpTransport::kStdio) {
+    McpResponse r = Open(transport, auth_);
     EXPECT_EQ(r.body["result"]["protocolVersion"], "2025-06-18");
     EXPECT_FALSE(r.new_session_id.empty());
     return r.new_session_id;
@@ -103,14 +113,63 @@ TEST_F(McpServerTest, SessionEraNeedsASessionAndOnlyItsWorkspaceSeesIt) {
   McpResponse none = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}});
   EXPECT_EQ(none.disposition, Disposition::kRejected);
   EXPECT_EQ(none.body["error"]["code"], rpc::kSessionRequired);
-  std::string sid = Initialize();
+  std::string sid = Initialize(McpTransport::kHttp);
   AuthContext other{"ws_other", "beta", "tok_y", kScopeRead};
   EXPECT_FALSE(*server_->SessionExists(sid, other));
   EXPECT_FALSE(*server_->EndSession(sid, other));
   EXPECT_TRUE(*server_->EndSession(sid, auth_));
-  McpResponse gone = Send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/list"}}, sid);
+  McpResponse gone =
+      Send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "tools/list"}}, sid, McpTransport::kHttp);
   EXPECT_EQ(gone.disposition, Disposition::kUnknownSession);
   EXPECT_EQ(gone.body["error"]["code"], rpc::kSessionNotFound);
+}
+
+// Open HTTP sessions are capped per token, per workspace and in all, each cap refused in
+// its own words; one tenant filling its caps leaves the others theirs, and stdio's session
+// (the process's own) is under none of them.
+TEST_F(McpServerTest, SessionsAreCappedPerTokenPerWorkspaceAndInAll) {
+  server_->SetSessionLimits(SessionLimits{.total = 5, .per_workspace = 3, .per_token = 2});
+  auto refused = [](const McpResponse& r, Disposition d, const std::string& words) {
+    EXPECT_EQ(r.disposition, d);
+    EXPECT_TRUE(r.new_session_id.empty());
+    EXPECT_EQ(r.body["error"]["code"], rpc::kInternalError);
+    std::string message = r.body["error"].value("message", "");
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  };
+  const auto http = McpTransport::kHttp;
+  std::string first = Initialize(http);
+  Initialize(http);
+  refused(Open(http, auth_), Disposition::kLimited, "for this token (at most 2)");
+  EXPECT_EQ(Open(http, auth_).status, "too_many_sessions");
+
+  // Another token of the same workspace has its own 2, within the workspace's 3.
+  AuthContext second{auth_.workspace_id, auth_.workspace_name, "tok_second", kScopeRead};
+  EXPECT_FALSE(Open(http, second).new_session_id.empty());
+  refused(Open(http, second), Disposition::kLimited, "for this workspace (at most 3)");
+
+  // stdio opens its session whatever the caps, and serves it.
+  std::string mine = Initialize(McpTransport::kStdio);
+  McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/list"}}, mine);
+  EXPECT_EQ(list.disposition, Disposition::kReply);
+  EXPECT_TRUE(list.body["result"]["tools"].is_array());
+
+  // Other workspaces are not held up by alpha's, until the server's own cap is reached.
+  auto beta = EnsureWorkspace(*store_, clock_, "beta");
+  auto gamma = EnsureWorkspace(*store_, clock_, "gamma");
+  AuthContext b1{beta->id, beta->name, "tok_b1", kScopeRead};
+  AuthContext b2{beta->id, beta->name, "tok_b2", kScopeRead};
+  AuthContext g{gamma->id, gamma->name, "tok_g", kScopeRead};
+  EXPECT_FALSE(Open(http, b1).new_session_id.empty());
+  EXPECT_FALSE(Open(http, b2).new_session_id.empty());
+  refused(Open(http, g), Disposition::kUnavailable, "for the server (at most 5)");
+
+  // Ending a session frees its place in every count it was in.
+  EXPECT_TRUE(*server_->EndSession(first, auth_));
+  EXPECT_FALSE(Initialize(http).empty());
+  // Idle sessions count for nothing once they have expired.
+  clock_.Advance(limits::kSessionIdleExpiry + std::chrono::minutes(1));
+  EXPECT_FALSE(Open(http, g).new_session_id.empty());
+  EXPECT_FALSE(Initialize(http).empty());
 }
 
 TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
@@ -263,6 +322,18 @@ TEST(JsonRpcTest, ParsesAndRefuses) {
   EXPECT_EQ(
       std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"method":"x","params":[]})")).code,
       rpc::kInvalidRequest);
+  // A key named twice (in the envelope, or deep in a tool's arguments) is no message.
+  for (const char* twice : {R"({"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"})",
+                            R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":)"
+                            R"("t","arguments":{"to":"a@x","to":"b@x"}}})"}) {
+    auto err = std::get<rpc::Error>(rpc::Parse(twice));
+    EXPECT_EQ(err.code, rpc::kParseError);
+    EXPECT_NE(err.message.find("duplicate key"), std::string::npos) << err.message;
+  }
+  EXPECT_NE(std::get<rpc::Error>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"method":"x","params":)"
+                                            R"({"arguments":{"to":1,"to":2}}})"))
+                .message.find("params.arguments.to"),
+            std::string::npos);
   auto note = std::get<rpc::Message>(rpc::Parse(R"({"jsonrpc":"2.0","method":"n"})"));
   EXPECT_TRUE(note.is_notification);
   auto resp = std::get<rpc::Message>(rpc::Parse(R"({"jsonrpc":"2.0","id":1,"result":{}})"));

@@ -228,7 +228,7 @@ class SessionIdsAtRestTest : public ::testing::Test {
         R"("2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
     McpRequest req;
     req.body = body;
-    req.transport = McpTransport::kStdio;
+    req.transport = McpTransport::kHttp;  // stdio's session is the process's, not stored
     req.auth = &auth_;
     McpResponse r = server.Handle(req);
     EXPECT_FALSE(r.new_session_id.empty()) << r.body.dump();

@@ -344,6 +344,15 @@ CREATE TABLE digests (
   PRIMARY KEY (workspace_id, day)
 );
 )sql"},
+      {14, "MCP sessions are counted per workspace and per token", R"sql(
+-- Open sessions are capped per workspace and per token as well as in all (HttpLimits:
+-- [http] max_sessions_per_workspace, max_sessions_per_token), so that one tenant cannot
+-- take every session. Sessions opened before have no token ('') and count for their
+-- workspace only; they expire as any other.
+ALTER TABLE mcp_sessions ADD COLUMN token_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX mcp_sessions_by_workspace ON mcp_sessions(workspace_id, last_used);
+CREATE INDEX mcp_sessions_by_token ON mcp_sessions(token_id, last_used);
+)sql"},
       {15, "drafts put to a person inside their MCP client", R"sql(
 -- action.communicate at level 1 may ask the person in their own MCP client (2026-07-28's
 -- input-required result, engines/elicitation.h). The client echoes the request state back

@@ -23,6 +23,12 @@ class SessionsReader {
   Result<std::optional<McpSession>> Get(const std::string& id);
   // Sessions used at or after `since`.
   Result<int64_t> Count(TimePoint since);
+  // Sessions used at or after `since`: in all, of workspace `ws`, and opened with token
+  // `token_id` (0 for an empty one).
+  struct Counts {
+    int64_t total = 0, workspace = 0, token = 0;
+  };
+  Result<Counts> CountFor(TimePoint since, const std::string& ws, const std::string& token_id);
 
  protected:
   TxState& s_;
@@ -31,7 +37,8 @@ class SessionsReader {
 class SessionsWriter : public SessionsReader {
  public:
   using SessionsReader::SessionsReader;
-  Status Insert(const McpSession& s);
+  // `token_id`: the token that opened it (counted by CountFor).
+  Status Insert(const McpSession& s, const std::string& token_id = "");
   Status Touch(const std::string& id, TimePoint at);
   // False if `ws` has no session `id`.
   Result<bool> Delete(const std::string& ws, const std::string& id);

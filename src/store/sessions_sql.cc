@@ -33,11 +33,39 @@ Result<int64_t> SessionsReader::Count(TimePoint since) {
   return n;
 }
 
-Status SessionsWriter::Insert(const McpSession& m) {
+Result<SessionsReader::Counts> SessionsReader::CountFor(TimePoint since, const std::string& ws,
+                                                        const std::string& token_id) {
+  Counts out;
+  auto total = Count(since);
+  if (!total.ok()) return total.status();
+  out.total = *total;
+  // Each on its own index: (workspace_id, last_used), (token_id, last_used).
+  Stmt w = s_.conn.Prepare(
+      "SELECT count(*) FROM mcp_sessions WHERE workspace_id = ? AND last_used >= ?");
+  w.Bind(1, ws).Bind(2, since);
+  Status st;
+  out.workspace = w.Step(&st) ? w.Int(0) : 0;
+  CORTEX_RETURN_IF_ERROR(st);
+  if (token_id.empty()) return out;
+  Stmt t =
+      s_.conn.Prepare("SELECT count(*) FROM mcp_sessions WHERE token_id = ? AND last_used >= ?");
+  t.Bind(1, token_id).Bind(2, since);
+  out.token = t.Step(&st) ? t.Int(0) : 0;
+  CORTEX_RETURN_IF_ERROR(st);
+  return out;
+}
+
+Status SessionsWriter::Insert(const McpSession& m, const std::string& token_id) {
   const std::string stored = Stored(m.id);
   Stmt s = s_.conn.Prepare(
-      "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used) VALUES (?, ?, ?, ?)");
-  return s.Bind(1, stored).Bind(2, m.workspace_id).Bind(3, m.created_at).Bind(4, m.last_used).Run();
+      "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used, token_id) "
+      "VALUES (?, ?, ?, ?, ?)");
+  return s.Bind(1, stored)
+      .Bind(2, m.workspace_id)
+      .Bind(3, m.created_at)
+      .Bind(4, m.last_used)
+      .Bind(5, token_id)
+      .Run();
 }
 
 Status SessionsWriter::Touch(const std::string& id, TimePoint at) {

@@ -39,4 +39,23 @@ int FloodGuard::Admit(const std::string& address, Clock::time_point now) {
   return std::max(1, static_cast<int>(std::ceil((1.0 - b.tokens) / rate_)));
 }
 
+ConnectionAdmission AdmitConnection(size_t open, size_t max_open, size_t open_from_address,
+                                    size_t max_per_address) {
+  // The address's own bound first: an address at its share makes room among its own
+  // connections, never another client's.
+  if (open_from_address >= max_per_address) return ConnectionAdmission::kShedOwnAddress;
+  if (open >= max_open) return ConnectionAdmission::kShedAny;
+  return ConnectionAdmission::kAdmit;
+}
+
+size_t LongestIdle(const std::vector<IdleCandidate>& candidates, std::string_view address) {
+  size_t best = std::string_view::npos;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const IdleCandidate& c = candidates[i];
+    if (c.idle_since == kNotIdle || (!address.empty() && c.address != address)) continue;
+    if (best == std::string_view::npos || c.idle_since < candidates[best].idle_since) best = i;
+  }
+  return best;
+}
+
 }  // namespace cortex

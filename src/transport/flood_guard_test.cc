@@ -39,5 +39,32 @@ TEST(FloodGuardTest, TracksABoundedNumberOfAddresses) {
   EXPECT_EQ(guard.Admit("c", t + std::chrono::seconds(2)), 0);
 }
 
+// An address at its own bound makes room among its own connections, even when the server
+// has room; the server's bound makes room among anyone's; within both, admitted.
+TEST(ConnectionBoundsTest, EachBoundShedsWithinItsScope) {
+  EXPECT_EQ(AdmitConnection(0, 8, 0, 2), ConnectionAdmission::kAdmit);
+  EXPECT_EQ(AdmitConnection(7, 8, 1, 2), ConnectionAdmission::kAdmit);
+  EXPECT_EQ(AdmitConnection(3, 8, 2, 2), ConnectionAdmission::kShedOwnAddress);
+  EXPECT_EQ(AdmitConnection(8, 8, 1, 2), ConnectionAdmission::kShedAny);
+  EXPECT_EQ(AdmitConnection(8, 8, 2, 2), ConnectionAdmission::kShedOwnAddress);
+}
+
+// The longest-idle connection gives way: never a busy one, and only the newcomer's own
+// address's when that is the bound reached.
+TEST(ConnectionBoundsTest, TheLongestIdleGivesWay) {
+  std::vector<IdleCandidate> open = {{"10.0.0.1", 50},
+                                     {"10.0.0.2", 20},
+                                     {"10.0.0.1", kNotIdle},  // mid-request or streaming
+                                     {"10.0.0.1", 30},
+                                     {"10.0.0.3", kNotIdle}};
+  EXPECT_EQ(LongestIdle(open, ""), 1u);
+  EXPECT_EQ(LongestIdle(open, "10.0.0.1"), 3u);
+  EXPECT_EQ(LongestIdle(open, "10.0.0.3"), std::string_view::npos);
+  EXPECT_EQ(LongestIdle(open, "10.0.0.9"), std::string_view::npos);
+  open[1].idle_since = kNotIdle;  // the idle one took a request
+  EXPECT_EQ(LongestIdle(open, ""), 3u);
+  EXPECT_EQ(LongestIdle({}, ""), std::string_view::npos);
+}
+
 }  // namespace
 }  // namespace cortex

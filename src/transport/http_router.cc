@@ -4,6 +4,7 @@
 #include <cctype>
 #include <optional>
 
+#include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "engines/ingest.h"
@@ -95,6 +96,8 @@ int StatusFor(Disposition d) {
       return 404;
     case Disposition::kUnavailable:
       return 503;
+    case Disposition::kLimited:
+      return 429;
   }
   return 500;
 }
@@ -121,6 +124,44 @@ HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics
       options_(std::move(options)),
       anonymous_(std::move(anonymous)),
       inbox_(inbox) {}
+
+std::optional<std::string> HttpRouter::FramingProblem(const HttpRequest& head, bool http11) {
+  // Fields whose second copy would make two readers (a proxy, this server) see two requests.
+  static constexpr std::string_view kOnce[] = {
+      "host",          "authorization",        "content-type",
+      "origin",        "mcp-session-id",       "mcp-method",
+      "mcp-name",      "mcp-protocol-version", "transfer-encoding",
+      "content-length"};
+  size_t hosts = 0;
+  for (size_t i = 0; i < head.headers.size(); ++i) {
+    const auto& [name, value] = head.headers[i];
+    if (name == "host") ++hosts;
+    for (unsigned char c : value) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        return "header " + Utf8Prefix(name, 64) + " holds a control character";
+      }
+    }
+    for (std::string_view once : kOnce) {
+      if (name != once) continue;
+      for (size_t j = i + 1; j < head.headers.size(); ++j) {
+        if (head.headers[j].first == name) {
+          return "header " + std::string(name) + " appears more than once";
+        }
+      }
+    }
+  }
+  if (http11 && hosts == 0) return std::string("an HTTP/1.1 request needs a Host header");
+  if (const std::string* te = head.Header("transfer-encoding")) {
+    std::string_view v = *te;
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    if (!http11) return std::string("Transfer-Encoding needs HTTP/1.1");
+    if (AsciiLower(v) != "chunked") {
+      return std::string("Transfer-Encoding must be exactly 'chunked' (no other coding)");
+    }
+  }
+  return std::nullopt;
+}
 
 size_t HttpRouter::BodyLimit(std::string_view target) {
   return target.rfind("/v1/episodes", 0) == 0 ? limits::kMaxIngestBodyBytes
@@ -204,10 +245,14 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
       log.status = "unavailable";
       return false;
     }
-    *reject = Problem(401, "unauthorized", "invalid token: " + ctx.status().message());
+    // One answer for a token that never existed, was revoked or is malformed: the reason
+    // would tell a prober which of its guesses were once real. The operator sees tokens with
+    // `cortex token list`.
+    *reject = Problem(401, "unauthorized", "invalid token");
     reject->headers.emplace_back("WWW-Authenticate",
-                                 std::string(kAuthChallenge) + ", error=\"invalid_token\", " +
-                                     "error_description=\"" + ctx.status().message() + "\"");
+                                 std::string(kAuthChallenge) +
+                                     ", error=\"invalid_token\", error_description=\"invalid "
+                                     "token\"");
   }
   log.status = "unauthorized";
   return false;
@@ -259,16 +304,10 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
       return Problem(405, "method_not_allowed", "use GET");
     return Json(200, {{"status", "ok"}});
   }
-  if (path == "/metrics") {
-    if (req.method != "GET") return Problem(405, "method_not_allowed", "use GET");
-    HttpResponse r;
-    r.content_type = "text/plain; version=0.0.4";
-    r.body = metrics_.RenderPrometheus();
-    return r;
-  }
+  bool is_metrics = path == "/metrics";
   bool is_inbox = inbox_ != nullptr && InboxApi::Handles(path);
   bool is_mcp = path == "/mcp";
-  if (!is_mcp && !is_inbox && path != "/v1/episodes") {
+  if (!is_metrics && !is_mcp && !is_inbox && path != "/v1/episodes") {
     log.status = "not_found";
     return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
@@ -286,6 +325,8 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
                       "Forbidden: Origin '" + *origin + "' is not allowed");
   }
 
+  if (is_metrics) return HandleMetrics(req, log);
+
   // A request that does not write reads one snapshot, from authentication to its reply.
   std::optional<SharedReads> snapshot;
   if (!MayWrite(req)) snapshot.emplace(store_);
@@ -297,6 +338,30 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
 
   if (is_mcp) return HandleMcp(req, auth, log);
   return HandleIngest(req, auth, log);
+}
+
+HttpResponse HttpRouter::HandleMetrics(const HttpRequest& req, RequestLog& log) {
+  if (req.method != "GET") {
+    log.status = "method_not_allowed";
+    return Problem(405, "method_not_allowed", "use GET");
+  }
+  if (!options_.metrics_token.empty()) {
+    const std::string* header = req.Header("authorization");
+    bool ok = header != nullptr && AsciiLower(header->substr(0, 7)) == "bearer " &&
+              ConstantTimeEquals(std::string_view(*header).substr(7), options_.metrics_token);
+    if (!ok) {
+      log.status = "unauthorized";
+      HttpResponse r = Problem(401, "unauthorized",
+                               "GET /metrics needs the metrics token ([http] metrics_token) "
+                               "as 'Authorization: Bearer <token>'");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"cortex-metrics\"");
+      return r;
+    }
+  }
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = metrics_.RenderPrometheus();
+  return r;
 }
 
 HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& auth,
@@ -404,6 +469,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   HttpResponse r;
   r.status = StatusFor(mres.disposition);
   if (mres.disposition == Disposition::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  if (mres.disposition == Disposition::kLimited) r.headers.emplace_back("Retry-After", "60");
   if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
   if (mres.body.is_null()) return r;  // 202 Accepted: no body
   bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty()) &&

@@ -28,6 +28,8 @@ struct RouterOptions {
   // the server listens beyond loopback and the operator chose so).
   std::vector<std::string> allowed_hosts;
   bool check_host = true;
+  // If set, GET /metrics needs "Authorization: Bearer <it>" ([http] metrics_token).
+  std::string metrics_token;
 };
 
 class HttpRouter {
@@ -38,6 +40,13 @@ class HttpRouter {
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
+
+  // Why a request's head is not one to answer, before its body is read or anything routed:
+  // HTTP/1.1 without Host (`http11`), a field that must appear once appearing twice (Host,
+  // Authorization, Content-Type, Origin, the Mcp-* fields), a control character (NUL, ...)
+  // in a value, a Transfer-Encoding other than exactly "chunked" or in HTTP/1.0. Nullopt if
+  // none. The transport answers 400 with this message and closes.
+  static std::optional<std::string> FramingProblem(const HttpRequest& head, bool http11);
 
   // Whether handling `req` may wait for a durable write: a tool call that is not read-only,
   // an ingest, a session started, used or ended. The transport runs those off its I/O
@@ -81,6 +90,9 @@ class HttpRouter {
                     RequestLog& log);
   bool OriginAllowed(const std::string& origin) const;
   bool HostAllowed(const std::string& host) const;
+
+  // GET /metrics: its bearer token, if the operator set one; the Host must be allowed.
+  HttpResponse HandleMetrics(const HttpRequest& req, RequestLog& log);
 
   McpServer& mcp_;
   Store& store_;

@@ -132,6 +132,100 @@ TEST_F(HttpRouterTest, MissingOrWrongTokenIs401WithChallenge) {
   EXPECT_NE(Find(wrong, "WWW-Authenticate")->find("invalid_token"), std::string::npos);
 }
 
+// A 401 reads the same for a token that never existed, one revoked and one malformed:
+// nothing tells a prober which guesses were once real.
+TEST_F(HttpRouterTest, A401SaysNothingOfWhyTheTokenFailed) {
+  auto made = CreateToken(*store_, clock_, "alpha", kScopeRead, "to-revoke");
+  ASSERT_TRUE(made.ok());
+  ASSERT_TRUE(RevokeToken(*store_, clock_, "alpha", made->record.id).ok());
+  std::vector<HttpResponse> answers;
+  for (const std::string& bad : {made->secret, "ctk_" + std::string(48, '0'), std::string("x")}) {
+    answers.push_back(Send(Post("/mcp", Initialize(), bad)));
+  }
+  for (const HttpResponse& r : answers) {
+    EXPECT_EQ(r.status, 401);
+    EXPECT_EQ(r.body, answers[0].body);
+    ASSERT_NE(Find(r, "WWW-Authenticate"), nullptr);
+    EXPECT_EQ(*Find(r, "WWW-Authenticate"), *Find(answers[0], "WWW-Authenticate"));
+    EXPECT_EQ(r.body.find("revoked"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("unknown"), std::string::npos) << r.body;
+  }
+}
+
+// A head that two readers could read as two requests is refused before anything is
+// routed (the transport answers 400 and closes).
+TEST_F(HttpRouterTest, FramingProblemsAreFoundInTheHead) {
+  auto head = [](std::vector<std::pair<std::string, std::string>> headers) {
+    return HttpRequest{"POST", "/mcp", std::move(headers), ""};
+  };
+  const std::pair<std::string, std::string> host{"host", "127.0.0.1:8787"};
+  EXPECT_EQ(HttpRouter::FramingProblem(head({host}), true), std::nullopt);
+  EXPECT_EQ(HttpRouter::FramingProblem(head({}), false), std::nullopt);  // HTTP/1.0: no Host
+  auto problem = [&](std::vector<std::pair<std::string, std::string>> headers, bool http11,
+                     const std::string& words) {
+    auto p = HttpRouter::FramingProblem(head(std::move(headers)), http11);
+    ASSERT_TRUE(p.has_value()) << words;
+    EXPECT_NE(p->find(words), std::string::npos) << *p;
+  };
+  problem({}, true, "needs a Host header");
+  problem({host, host}, true, "host appears more than once");
+  problem({host, {"authorization", "Bearer a"}, {"authorization", "Bearer b"}}, true,
+          "authorization appears more than once");
+  problem({host, {"mcp-name", "a"}, {"mcp-name", "b"}}, true, "mcp-name appears more than once");
+  problem({host, {"x-pad", std::string("a\0b", 3)}}, true, "control character");
+  problem({host, {"transfer-encoding", "gzip, chunked"}}, true, "exactly 'chunked'");
+  problem({host, {"transfer-encoding", "gzip"}}, true, "exactly 'chunked'");
+  problem({host, {"transfer-encoding", "chunked"}}, false, "needs HTTP/1.1");
+  EXPECT_EQ(HttpRouter::FramingProblem(head({host, {"transfer-encoding", " Chunked "}}), true),
+            std::nullopt);
+  // Fields that may repeat do.
+  EXPECT_EQ(HttpRouter::FramingProblem(head({host, {"accept", "a"}, {"accept", "b"}}), true),
+            std::nullopt);
+}
+
+// /metrics answers only allowed Hosts, and only with its token once the operator set one.
+TEST_F(HttpRouterTest, MetricsNeedAnAllowedHostAndItsToken) {
+  HttpRequest foreign{"GET", "/metrics", {{"host", "evil.example.com"}}, ""};
+  EXPECT_EQ(Send(foreign).status, 403);
+  HttpRequest local{"GET", "/metrics", {{"host", "127.0.0.1:8787"}}, ""};
+  EXPECT_EQ(Send(local).status, 200);
+
+  RouterOptions with_token;
+  with_token.metrics_token = "s3cret-metrics";
+  router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, with_token,
+                                         AuthContext{});
+  HttpResponse none = Send(local);
+  EXPECT_EQ(none.status, 401);
+  ASSERT_NE(Find(none, "WWW-Authenticate"), nullptr);
+  HttpRequest wrong = local;
+  wrong.headers.emplace_back("authorization", "Bearer " + token_);  // a workspace's token
+  EXPECT_EQ(Send(wrong).status, 401);
+  HttpRequest right = local;
+  right.headers.emplace_back("authorization", "Bearer s3cret-metrics");
+  HttpResponse ok = Send(right);
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_NE(ok.body.find("cortex_requests_in_flight"), std::string::npos);
+  HttpRequest right_foreign = right;
+  right_foreign.headers[0].second = "evil.example.com";
+  EXPECT_EQ(Send(right_foreign).status, 403);
+}
+
+// A workspace's or token's session cap is the caller's own: 429 with a Retry-After, where
+// the server's own cap (everyone's) is a 503.
+TEST_F(HttpRouterTest, SessionCapsAre429ForTheCallerAnd503ForTheServer) {
+  mcp_->SetSessionLimits(SessionLimits{.total = 2, .per_workspace = 10, .per_token = 1});
+  EXPECT_EQ(Send(Post("/mcp", Initialize(), token_)).status, 200);
+  HttpResponse mine = Send(Post("/mcp", Initialize(), token_));
+  EXPECT_EQ(mine.status, 429);
+  ASSERT_NE(Find(mine, "Retry-After"), nullptr);
+  EXPECT_EQ(json::parse(mine.body)["error"]["code"], rpc::kInternalError);
+  EXPECT_EQ(Send(Post("/mcp", Initialize(), reader_)).status, 200);
+  auto other = CreateToken(*store_, clock_, "beta", kScopeRead, "");
+  HttpResponse full = Send(Post("/mcp", Initialize(), other->secret));
+  EXPECT_EQ(full.status, 503);
+  EXPECT_EQ(*Find(full, "Retry-After"), "1");
+}
+
 TEST_F(HttpRouterTest, InitializeIssuesASession) {
   HttpResponse r = Send(Post("/mcp", Initialize(), token_));
   EXPECT_EQ(r.status, 200);

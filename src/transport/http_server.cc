@@ -32,6 +32,7 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/json_text.h"
@@ -148,8 +149,12 @@ struct HttpServer::Impl {
   void Sweep(Worker& worker);
 
   void Accept();
+  // Admits the connection `socket` from `peer` within the connection bounds, making room by
+  // closing an idle connection if it must; null if it is refused. On the accept thread.
+  std::shared_ptr<Connection> Admit(tcp::socket& socket, const std::string& peer, Worker& worker);
+  void Refuse(tcp::socket& socket, const std::string& peer, const char* bound);
   void BeginStop();
-  void ConnectionClosed();
+  void ConnectionClosed(const std::string& peer);
   // Routes one request that arrived at `start` (and was counted by Metrics::BeginRequest),
   // with its metrics and log line. Runs on a worker or the write pool.
   HttpResponse Respond(const HttpRequest& req, std::chrono::steady_clock::time_point start);
@@ -174,6 +179,7 @@ struct HttpServer::Impl {
   std::atomic<size_t> live{0};
   std::mutex conns_mu;
   std::vector<std::weak_ptr<Connection>> conns;
+  std::unordered_map<std::string, size_t> per_address;  // open connections; under conns_mu
 
   // Connections still held by a worker (after a grace-period cutoff) are destroyed with
   // it and report to `live`: destroy the workers while everything else is still here.
@@ -247,19 +253,39 @@ class RequestFiber final : public Suspender {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, HttpServer::Impl& server, HttpServer::Impl::Worker& worker)
+  Connection(tcp::socket socket, HttpServer::Impl& server, HttpServer::Impl::Worker& worker,
+             std::string peer)
       : socket_(std::move(socket)),
         server_(server),
         worker_(worker),
-        timer_(socket_.get_executor()) {
+        timer_(socket_.get_executor()),
+        peer_(std::move(peer)),
+        idle_since_(Ticks()) {
     // Beast reads as much as the buffer has room for, at least 512 bytes: room for a whole
     // typical request takes one recv instead of two.
     buffer_.reserve(kReadBufferBytes);
-    beast::error_code ec;
-    peer_ = socket_.remote_endpoint(ec).address().to_string();
   }
 
-  ~Connection() { server_.ConnectionClosed(); }
+  ~Connection() { server_.ConnectionClosed(peer_); }
+
+  const std::string& peer() const { return peer_; }
+
+  // When the connection went idle (waiting for a request's first byte, a new connection
+  // included), or kNotIdle. Read from the accept thread.
+  int64_t IdleSince() const {
+    int64_t v = idle_since_.load(std::memory_order_acquire);
+    return v == kShed ? kNotIdle : v;
+  }
+
+  // From the accept thread, to make room for a new connection: closes this one if it is
+  // still idle since `seen` (IdleSince()), and then returns true. A request whose first
+  // bytes arrive meanwhile finds it shed, as if the close had come a moment sooner (HTTP
+  // lets a server close an idle keep-alive connection at any time).
+  bool Shed(int64_t seen) {
+    if (seen == kNotIdle || !idle_since_.compare_exchange_strong(seen, kShed)) return false;
+    net::post(socket_.get_executor(), [self = shared_from_this()] { self->Close(); });
+    return true;
+  }
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
@@ -297,12 +323,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // waits on the socket's standing epoll registration (an async_wait re-armed it with an
     // epoll_ctl on every request).
     SetDeadline(server_.options.http.idle_timeout);
-    socket_.async_read_some(buffer_.prepare(kReadBufferBytes),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) return self->Close();
-                              self->buffer_.commit(n);
-                              self->ReadRestOfHeader();
-                            });
+    // Idle from now (a new connection: since it was accepted), unless already shed.
+    int64_t was = idle_since_.load(std::memory_order_acquire);
+    if (was == kShed ||
+        !idle_since_.compare_exchange_strong(was, was == kNotIdle ? Ticks() : was)) {
+      return Close();
+    }
+    socket_.async_read_some(buffer_.prepare(kReadBufferBytes), [self = shared_from_this()](
+                                                                   beast::error_code ec, size_t n) {
+      if (ec) return self->Close();
+      // Busy from here on, unless the server shed it meanwhile.
+      int64_t seen = self->idle_since_.load(std::memory_order_acquire);
+      if (seen == kShed || !self->idle_since_.compare_exchange_strong(seen, kNotIdle)) {
+        return self->Close();
+      }
+      self->buffer_.commit(n);
+      self->ReadRestOfHeader();
+    });
   }
 
   void ReadRestOfHeader() {
@@ -316,17 +353,33 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // only; the exact limit is checked here.
   void OnHeader(beast::error_code ec, size_t header_bytes) {
     if (ec == http::error::header_limit || (!ec && header_bytes > limits::kMaxHeaderBytes)) {
-      return Refuse(431, "request headers too large");
+      return Refuse(431, "headers_too_large",
+                    HttpRouter::Problem(431, "headers_too_large",
+                                        "request headers exceed " +
+                                            std::to_string(limits::kMaxHeaderBytes) + " bytes"));
     }
-    if (ec) return Close();  // closed, timed out, or garbage: nothing to answer
+    if (Malformed(ec)) return BadRequest("malformed request: " + ec.message());
+    if (ec) return Close();  // closed or timed out: nobody to answer
     busy_ = true;
     if (int wait = server_.flood.Admit(peer_, std::chrono::steady_clock::now()); wait > 0) {
       return Flooded(wait);
     }
     auto& req = parser_->get();
+    // The head as the router sees it, checked before the body is read; the body joins it in
+    // OnRead.
+    head_.method = std::string(req.method_string());
+    head_.target = std::string(req.target());
+    head_.headers.clear();
+    head_.body.clear();
+    for (const auto& field : req) {
+      head_.headers.emplace_back(AsciiLower(field.name_string()), std::string(field.value()));
+    }
+    if (auto problem = HttpRouter::FramingProblem(head_, req.version() >= 11)) {
+      return BadRequest(*problem);
+    }
     size_t limit = HttpRouter::BodyLimit(req.target());
     if (parser_->content_length() && *parser_->content_length() > limit) {
-      return Send(HttpRouter::TooLarge(req.target()), /*keep_alive=*/false);
+      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(req.target()));
     }
     parser_->body_limit(limit);
     // The deadline set when the request's first byte arrived covers the body too.
@@ -349,17 +402,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnRead(beast::error_code ec, size_t) {
     if (ec == http::error::body_limit) {
-      return Send(HttpRouter::TooLarge(parser_->get().target()), false);
+      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(parser_->get().target()));
     }
+    if (Malformed(ec)) return BadRequest("malformed request body: " + ec.message());
     if (ec) return Close();
     deadline_ = kNoDeadline;  // the request is in; handling it has no time limit here
     auto& raw = parser_->get();
-    HttpRequest req;
-    req.method = std::string(raw.method_string());
-    req.target = std::string(raw.target());
-    for (const auto& field : raw) {
-      req.headers.emplace_back(AsciiLower(field.name_string()), std::string(field.value()));
-    }
+    HttpRequest req = std::move(head_);
     req.body = std::move(raw.body());
     bool keep_alive = raw.keep_alive();
 
@@ -466,21 +515,53 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   static bool HasBody(int status) { return status >= 200 && status != 204 && status != 304; }
 
+  // Whether `ec` says the client sent something that is not HTTP (a 400), rather than that
+  // it went away, took too long or sent too much (answered elsewhere).
+  static bool Malformed(const beast::error_code& ec) {
+    if (!ec || ec.category() != http::make_error_code(http::error::bad_method).category()) {
+      return false;
+    }
+    switch (static_cast<http::error>(ec.value())) {
+      case http::error::end_of_stream:
+      case http::error::partial_message:
+      case http::error::need_more:
+      case http::error::need_buffer:
+      case http::error::buffer_overflow:
+      case http::error::header_limit:
+      case http::error::body_limit:
+      case http::error::stale_parser:
+      case http::error::short_read:
+        return false;
+      default:
+        return true;
+    }
+  }
+
   // Over the flood guard: 429 before the body is read, then hang up.
   void Flooded(int retry_after_s) {
-    std::string route =
-        HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target());
-    server_.metrics.Record(route, "", "rate_limited", 0);
-    AccessLog().info("request route=\"{}\" status=rate_limited http=429 peer={}", route, peer_);
     HttpResponse r = HttpRouter::Problem(
         429, "rate_limited",
         "Too many requests from this address; retry in " + std::to_string(retry_after_s) + " s.");
     r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
-    Send(std::move(r), false);
+    Refuse(429, "rate_limited", std::move(r));
   }
 
-  void Refuse(int status, const std::string& why) {
-    Send(HttpRouter::Problem(status, "bad_request", why), false);
+  // Not HTTP Cortex reads (RFC 9112 framing): 400, then hang up, since what follows on the
+  // connection cannot be told apart from this request's remains.
+  void BadRequest(const std::string& why) {
+    Refuse(400, "bad_request", HttpRouter::Problem(400, "bad_request", Utf8Prefix(why, 300)));
+  }
+
+  // A refusal made here rather than by the router (400 framing, 413, 429, 431): logged and
+  // counted as the router's answers are, then the connection is closed.
+  void Refuse(int http_status, const char* status, HttpResponse res) {
+    std::string route =
+        parser_ ? HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target())
+                : std::string("OTHER other");
+    server_.metrics.Record(route, "", status, 0);
+    AccessLog().info("request route=\"{}\" status={} http={} peer={}", route, status, http_status,
+                     peer_);
+    Send(std::move(res), false);
   }
 
   // A server-to-client event stream (GET /mcp, GET /inbox/api/events): chunked; every poll
@@ -566,6 +647,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   static constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
+  static constexpr int64_t kShed = INT64_MIN;  // closed to make room (IdleSince: not idle)
+
+  static int64_t Ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
   // A deadline is a time stored per step, checked by the worker's sweep: no timer is set
   // or cancelled per request (each was a timerfd_settime system call).
@@ -576,6 +660,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest head_;  // the request being read, as far as it has come (OnHeader)
   HttpServer::Impl& server_;
   HttpServer::Impl::Worker& worker_;
   net::steady_timer timer_;  // the event stream's keep-alive
@@ -588,8 +673,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string stream_state_;  // the router's, between polls
   std::chrono::milliseconds stream_poll_{0};
   std::chrono::steady_clock::time_point last_sent_;  // the stream's last bytes
-  std::string peer_;                                 // the client's address, for the flood guard
-  std::unique_ptr<RequestFiber> fiber_;              // the request running as a fiber, if one is
+  std::string peer_;                     // the client's address: flood guard, connection bounds
+  std::atomic<int64_t> idle_since_;      // Ticks() when it went idle; kNotIdle; kShed (IdleSince)
+  std::unique_ptr<RequestFiber> fiber_;  // the request running as a fiber, if one is
 };
 
 HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,
@@ -628,26 +714,72 @@ void HttpServer::Impl::Accept() {
       return Accept();
     }
     if (stopping) return;
-    if (live >= options.http.max_connections) {
-      // Over the connection limit: say so and hang up, rather than queue without bound.
-      static const std::string kBusy =
-          "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
-          "Connection: close\r\n\r\n";
-      beast::error_code wec;
-      net::write(socket, net::buffer(kBusy), wec);
-      socket.close(wec);
-      return Accept();
-    }
-    ++live;
-    auto conn = std::make_shared<Connection>(std::move(socket), *this, worker);
-    {
-      std::lock_guard<std::mutex> lock(conns_mu);
-      std::erase_if(conns, [](const auto& w) { return w.expired(); });
-      conns.push_back(conn);
-    }
-    conn->Start();
+    beast::error_code pec;
+    std::string peer = socket.remote_endpoint(pec).address().to_string();
+    if (auto conn = Admit(socket, peer, worker)) conn->Start();
     Accept();
   });
+}
+
+std::shared_ptr<Connection> HttpServer::Impl::Admit(tcp::socket& socket, const std::string& peer,
+                                                    Worker& worker) {
+  const char* refused = nullptr;
+  std::shared_ptr<Connection> conn;
+  // Released after the lock: the last reference to a connection may be here, and its
+  // destructor takes the lock (ConnectionClosed).
+  std::vector<std::shared_ptr<Connection>> open;
+  {
+    std::lock_guard<std::mutex> lock(conns_mu);
+    std::erase_if(conns, [](const auto& w) { return w.expired(); });
+    auto mine = per_address.find(peer);
+    size_t from_peer = mine == per_address.end() ? 0 : mine->second;
+    ConnectionAdmission admission = AdmitConnection(live, options.http.max_connections, from_peer,
+                                                    options.http.max_connections_per_address);
+    if (admission != ConnectionAdmission::kAdmit) {
+      // Make room: the longest-idle connection in the bound's scope closes (it may take a
+      // request meanwhile; then the next longest-idle one). A connection shed counts until
+      // it is gone, a moment later: the bound is exceeded by the connections closing.
+      bool own = admission == ConnectionAdmission::kShedOwnAddress;
+      std::vector<IdleCandidate> candidates;
+      for (const auto& w : conns) {
+        if (auto c = w.lock()) {
+          candidates.push_back(IdleCandidate{c->peer(), c->IdleSince()});
+          open.push_back(std::move(c));
+        }
+      }
+      bool shed = false;
+      while (!shed) {
+        size_t i = LongestIdle(candidates, own ? std::string_view(peer) : std::string_view());
+        if (i == std::string_view::npos) break;
+        shed = open[i]->Shed(candidates[i].idle_since);
+        candidates[i].idle_since = kNotIdle;
+      }
+      if (!shed) refused = own ? "address" : "server";
+    }
+    if (refused == nullptr) {
+      ++live;
+      ++per_address[peer];
+      conn = std::make_shared<Connection>(std::move(socket), *this, worker, peer);
+      conns.push_back(conn);
+    }
+  }
+  if (refused != nullptr) Refuse(socket, peer, refused);
+  return conn;
+}
+
+// Over a connection bound with nothing idle to close: say so and hang up, rather than queue
+// without bound. Counted and logged as every refusal is.
+void HttpServer::Impl::Refuse(tcp::socket& socket, const std::string& peer, const char* bound) {
+  static const std::string kBusy =
+      "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+      "Connection: close\r\n\r\n";
+  beast::error_code wec;
+  net::write(socket, net::buffer(kBusy), wec);
+  socket.shutdown(tcp::socket::shutdown_send, wec);
+  socket.close(wec);
+  metrics.Record("connection", "", "too_many_connections", 0);
+  AccessLog().info("request route=connection status=too_many_connections http=503 bound={} peer={}",
+                   bound, peer);
 }
 
 void HttpServer::Impl::Watch(Worker& worker, const std::shared_ptr<Connection>& conn) {
@@ -713,7 +845,12 @@ void HttpServer::Impl::BeginStop() {
   });
 }
 
-void HttpServer::Impl::ConnectionClosed() {
+void HttpServer::Impl::ConnectionClosed(const std::string& peer) {
+  {
+    std::lock_guard<std::mutex> lock(conns_mu);
+    auto it = per_address.find(peer);
+    if (it != per_address.end() && --it->second == 0) per_address.erase(it);
+  }
   if (--live == 0 && stopping) net::post(ioc, [this] { grace_timer.cancel(); });
 }
 
@@ -735,6 +872,12 @@ Result<uint16_t> HttpServer::Bind() {
   if (ec) {
     return Status::Unavailable("cannot listen on " + impl_->options.host + ":" +
                                std::to_string(impl_->options.port) + ": " + ec.message());
+  }
+  if (!address.is_loopback() && impl_->options.http.metrics_token.empty()) {
+    spdlog::warn(
+        "GET /metrics answers anyone who reaches {} (request counts by route, tool and status); "
+        "set [http] metrics_token to require a token",
+        impl_->options.host);
   }
   return acceptor.local_endpoint().port();
 }

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import tempfile
 import time
 import unittest
@@ -575,16 +576,24 @@ def read_response_from(prefix, sock):
 
 
 # --------------------------------------------------------------------------------------------
-# http.max_connections
+# http.max_connections and http.max_connections_per_address
 # --------------------------------------------------------------------------------------------
+
+def busy_head(port):
+    """The start of a request that never ends (within the read timeout): a busy connection,
+    which the server never closes to make room."""
+    return f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode()
+
 
 class TestMaxConnections(unittest.TestCase):
     MAX = 8
+    PER_ADDRESS = 4
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-conns-")
         cls.server = start_server(cls.tmp.name, f"[http]\nmax_connections = {cls.MAX}\n"
+                                                f"max_connections_per_address = {cls.PER_ADDRESS}\n"
                                                 "flood_requests_per_second = 0\n")
         cls.port = cls.server.port
 
@@ -593,15 +602,19 @@ class TestMaxConnections(unittest.TestCase):
         cls.server.kill()
         cls.tmp.cleanup()
 
+    def tearDown(self):
+        time.sleep(0.3)  # let the server see this test's connections go
+
     def healthz_on(self, s):
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         return read_response(s)
 
-    def new_served_connection(self, within=3.0):
-        """A connection that the server serves (it may need a moment to notice a close)."""
+    def served(self, source, within=3.0):
+        """A connection from `source` that the server serves (it may need a moment to notice
+        a close)."""
         deadline = time.monotonic() + within
         while True:
-            s = connect(self.port)
+            s = connect(self.port, source=source)
             try:
                 status, headers, _ = self.healthz_on(s)
             except OSError:  # refused and closed before our request went out
@@ -614,6 +627,12 @@ class TestMaxConnections(unittest.TestCase):
                 self.fail(f"no connection served within {within}s after one was closed")
             time.sleep(0.05)
 
+    def busy(self, source):
+        s = connect(self.port, source=source)
+        s.sendall(busy_head(self.port))
+        time.sleep(0.05)  # the server has read the first bytes: the connection is busy
+        return s
+
     def assertBusy(self, s):
         # The server answers at once, without waiting for a request, then hangs up.
         status, headers, body = read_response(s)
@@ -621,34 +640,234 @@ class TestMaxConnections(unittest.TestCase):
         self.assertEqual(headers.get("retry-after"), "1", headers)
         self.assertTrue(is_closed(s, 3), "connection left open after 503")
 
-    def test_max_connections_edge(self):
+    def test_idle_connections_make_room_for_new_ones(self):
         open_ = []
         try:
-            # MAX - 1 idle connections, each checked to be served (not 503) ...
-            for _ in range(self.MAX - 1):
-                open_.append(self.new_served_connection())
-            # ... the MAX-th is still served ...
-            open_.append(self.new_served_connection())
-            # ... one more is refused with 503 and Retry-After: 1.
-            extra = connect(self.port)
-            try:
-                self.assertBusy(extra)
-            finally:
-                extra.close()
-            # Closing one makes room again (once the server has seen the close).
-            open_.pop(0).close()
-            open_.append(self.new_served_connection())
-            extra = connect(self.port)
-            try:
-                self.assertBusy(extra)
-            finally:
-                extra.close()
-            # The kept connections still work.
-            for s in open_:
-                self.assertEqual(self.healthz_on(s)[0], 200)
+            # The server full of idle keep-alive connections, from two addresses.
+            for i in range(self.MAX):
+                open_.append(self.served("127.0.0.2" if i < self.PER_ADDRESS else "127.0.0.3"))
+                time.sleep(0.01)  # each idle a little longer than the next
+            # A newcomer from a third address is served: the longest-idle connection closed.
+            newcomer = self.served("127.0.0.4", within=1.0)
+            open_.append(newcomer)
+            self.assertTrue(is_closed(open_[0], 2), "the longest-idle connection was kept")
+            for s in open_[1:]:
+                self.assertFalse(is_closed(s, 0.05), "a connection other than the longest-idle "
+                                                     "one was closed")
         finally:
             for s in open_:
                 s.close()
+
+    def test_an_address_makes_room_among_its_own(self):
+        open_ = []
+        try:
+            others = [self.served("127.0.0.3")]
+            open_ += others
+            mine = []
+            for _ in range(self.PER_ADDRESS):
+                mine.append(self.served("127.0.0.2"))
+                time.sleep(0.01)
+            open_ += mine
+            # At its bound with the server not full, an address's newcomer closes its own
+            # longest-idle connection, and never another address's (older) one.
+            open_.append(self.served("127.0.0.2", within=1.0))
+            self.assertTrue(is_closed(mine[0], 2))
+            self.assertFalse(is_closed(others[0], 0.2), "another address's connection was shed")
+            self.assertEqual(self.healthz_on(others[0])[0], 200)
+        finally:
+            for s in open_:
+                s.close()
+
+    def test_busy_connections_are_never_shed_503_then(self):
+        held = []
+        try:
+            # One address's share of busy connections: its next is refused, while another
+            # address is served.
+            held += [self.busy("127.0.0.2") for _ in range(self.PER_ADDRESS)]
+            extra = connect(self.port, source="127.0.0.2")
+            try:
+                self.assertBusy(extra)
+            finally:
+                extra.close()
+            other = self.served("127.0.0.3")
+            held.append(other)
+            # The server full (one idle among them): a newcomer takes the idle one's place;
+            # once all are busy, newcomers are refused.
+            held += [self.busy("127.0.0.4") for _ in range(self.MAX - self.PER_ADDRESS - 1)]
+            held.append(self.served("127.0.0.5", within=1.0))
+            self.assertTrue(is_closed(other, 2))
+            held[-1].sendall(busy_head(self.port))
+            time.sleep(0.05)
+            extra = connect(self.port, source="127.0.0.6")
+            try:
+                self.assertBusy(extra)
+            finally:
+                extra.close()
+            # The busy ones were all kept.
+            for s in held:
+                if s is not other:
+                    self.assertFalse(is_closed(s, 0.01), "a busy connection was closed")
+        finally:
+            for s in held:
+                s.close()
+        # Refusals at the bounds are counted.
+        m = req(self.port, "GET", "/metrics").body.decode()
+        self.assertRegex(m, r'cortex_requests_total\{method="connection",tool="",'
+                            r'status="too_many_connections"\} [1-9]')
+
+
+class TestManyIdleConnectionsFromOneAddress(unittest.TestCase):
+    """Issue #32: 1,030 idle connections from one address (default bounds) made /healthz and
+    every other request answer 503 until the idle timeout."""
+
+    def test_healthz_still_answers(self):
+        with tempfile.TemporaryDirectory(prefix="cortex-e2e-idle-") as d:
+            server = start_server(d)
+            socks = []
+            try:
+                for _ in range(1030):
+                    try:
+                        socks.append(connect(server.port))
+                    except OSError:
+                        break  # refused: also not holding the server
+                time.sleep(0.3)
+                for source in ("127.0.0.1", "127.0.0.2"):
+                    started = time.monotonic()
+                    s = connect(server.port, source=source)
+                    try:
+                        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                        status, headers, _ = read_response(s)
+                    finally:
+                        s.close()
+                    self.assertEqual(status, 200, (source, headers))
+                    self.assertLess(time.monotonic() - started, 2.0)
+                # The address holds at most its share of the server (256 by default), the
+                # newest: each newcomer past it closed the longest-idle of its own.
+                still_open = [not is_closed(s, 0.01) for s in socks]
+                self.assertLessEqual(sum(still_open), 256)
+                self.assertTrue(all(still_open[-200:]), "a newer connection was closed first")
+            finally:
+                for s in socks:
+                    s.close()
+                server.kill()
+
+
+# --------------------------------------------------------------------------------------------
+# Open MCP sessions: per token, per workspace, in all; stdio under none
+# --------------------------------------------------------------------------------------------
+
+def initialize_on(conn, token):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": LEGACY, "capabilities": {},
+                       "clientInfo": {"name": "cortex-e2e", "version": "1.0.0"}}}
+    return th.request("POST", body=body, token=token, conn=conn)
+
+
+def stdio_initialize(data_dir, token):
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": LEGACY, "capabilities": {},
+                         "clientInfo": {"name": "cortex-e2e", "version": "1.0.0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    env = {k: v for k, v in os.environ.items() if k != "CORTEX_TOKEN"}
+    env["CORTEX_TOKEN"] = token
+    proc = subprocess.run([th.CORTEX_BIN, "mcp", "--stdio", "--data", data_dir],
+                          input="".join(json.dumps(l) + "\n" for l in lines).encode(),
+                          capture_output=True, timeout=60, env=env)
+    return [json.loads(l) for l in proc.stdout.decode().splitlines() if l.strip()]
+
+
+class TestSessionCapsByDefault(unittest.TestCase, RpcAsserts):
+    """Issue #32: one workspace's read-only token opened every session the server had."""
+
+    def test_a_token_opens_250_and_others_still_open_theirs(self):
+        with tempfile.TemporaryDirectory(prefix="cortex-e2e-sessions-") as d:
+            ro = create_token(d, "alpha", "read")
+            other = create_token(d, "alpha", "read")
+            beta = create_token(d, "beta", "read")
+            server = start_server(d, "[http]\nflood_requests_per_second = 0\n")
+            try:
+                conn = http_conn(server.port, timeout=60)
+                try:
+                    for i in range(250):
+                        r = initialize_on(conn, ro)
+                        self.assertEqual(r.status, 200, (i, r))
+                    r = initialize_on(conn, ro)
+                finally:
+                    conn.close()
+                self.assertRpcError(r, 429, -32603)
+                self.assertIn("for this token (at most 250)", r.json()["error"]["message"])
+                self.assertIsNotNone(r.header("Retry-After"))
+                for tok in (other, beta):
+                    conn = http_conn(server.port)
+                    try:
+                        self.assertEqual(initialize_on(conn, tok).status, 200)
+                    finally:
+                        conn.close()
+                replies = stdio_initialize(d, ro)
+                self.assertEqual(replies[0]["result"]["protocolVersion"], LEGACY, replies)
+                self.assertTrue(replies[1]["result"]["tools"], replies)
+            finally:
+                server.kill()
+
+
+class TestSessionCaps(unittest.TestCase, RpcAsserts):
+    """The three caps, set low in [http], each at its edge."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-session-caps-")
+        d = cls.tmp.name
+        cls.a1 = create_token(d, "alpha", "read")
+        cls.a2 = create_token(d, "alpha", "read")
+        cls.b = create_token(d, "beta", "read")
+        cls.c = create_token(d, "gamma", "read")
+        cls.server = start_server(d, "[http]\nmax_sessions = 5\nmax_sessions_per_workspace = 3\n"
+                                     "max_sessions_per_token = 2\n")
+        cls.port = cls.server.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.kill()
+        cls.tmp.cleanup()
+
+    def open(self, token):
+        conn = http_conn(self.port)
+        try:
+            return initialize_on(conn, token)
+        finally:
+            conn.close()
+
+    def test_each_cap_at_its_edge(self):
+        first = self.open(self.a1)
+        self.assertEqual(first.status, 200)
+        self.assertEqual(self.open(self.a1).status, 200)
+        r = self.open(self.a1)
+        self.assertRpcError(r, 429, -32603)
+        self.assertIn("this token (at most 2)", r.json()["error"]["message"])
+        self.assertEqual(self.open(self.a2).status, 200)
+        r = self.open(self.a2)
+        self.assertRpcError(r, 429, -32603)
+        self.assertIn("this workspace (at most 3)", r.json()["error"]["message"])
+        self.assertEqual(self.open(self.b).status, 200)
+        self.assertEqual(self.open(self.b).status, 200)
+        r = self.open(self.c)
+        self.assertRpcError(r, 503, -32603)
+        self.assertIn("the server (at most 5)", r.json()["error"]["message"])
+        # stdio is under none of them.
+        replies = stdio_initialize(self.tmp.name, self.a1)
+        self.assertEqual(replies[0]["result"]["protocolVersion"], LEGACY, replies)
+        # Ending a session makes room for its token again.
+        sid = first.header("Mcp-Session-Id")
+        conn = http_conn(self.port)
+        try:
+            ended = th.request("DELETE", headers={"Mcp-Session-Id": sid,
+                                                  "MCP-Protocol-Version": LEGACY},
+                               token=self.a1, conn=conn)
+        finally:
+            conn.close()
+        self.assertEqual(ended.status, 200, ended)
+        self.assertEqual(self.open(self.a1).status, 200)
 
 
 # --------------------------------------------------------------------------------------------
