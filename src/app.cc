@@ -15,9 +15,11 @@
 #include "engines/config.h"
 #include "engines/delivery.h"
 #include "engines/digest.h"
+#include "engines/idempotency.h"
 #include "engines/pushes.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
+#include "store/actions.h"
 #include "store/outbox.h"
 #include "store/quotas.h"
 #include "store/sessions.h"
@@ -93,8 +95,8 @@ class BackgroundWork {
     }
   }
 
-  // Forgets sessions idle past their expiry, call counts of past minutes and days, and
-  // pushed events past their retention.
+  // Forgets sessions idle past their expiry, call counts of past minutes and days, pushed
+  // events past their retention and idempotency keys past their lifetime.
   // Every instance sweeps; a sweep that collides with another's just tries next time.
   void SweepOnceAMinute() {
     TimePoint now = clock_.Now();
@@ -106,6 +108,7 @@ class BackgroundWork {
     Status st = store_.Write([&](WriteTx& tx) -> Status {
       CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
       CORTEX_RETURN_IF_ERROR(tx.outbox().DeleteEventsBefore(now - kPushRetention));
+      CORTEX_RETURN_IF_ERROR(tx.actions().DeleteIdempotentBefore(now - kIdempotencyKeyLifetime));
       return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());

@@ -10,6 +10,7 @@
 #include "core/time.h"
 #include "engines/action_policy.h"
 #include "engines/drafter.h"
+#include "engines/idempotency.h"
 #include "engines/identifiers.h"
 #include "engines/ledger.h"
 #include "engines/pushes.h"
@@ -148,6 +149,18 @@ ActionEngine::ActionEngine(Store& store, const Clock& clock, const ActionConfig&
 
 Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
                                                const CommunicateRequest& req) {
+  // A retry of a call that was recorded gets its result, before anything is spent.
+  bool keyed = !req.idempotency_key.empty();
+  std::optional<ActionResult> replay;
+  if (keyed) {
+    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
+      auto found = FindReplay(tx, ws, req);
+      if (!found.ok()) return found.status();
+      replay = std::move(*found);
+      return Status::Ok();
+    }));
+    if (replay) return *replay;
+  }
   // The model drafter, if configured, runs before the transaction (never hold the write
   // lock across a network call) and spends one unit of today's inference budget.
   std::optional<std::string> model_draft;
@@ -173,8 +186,17 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     }
   }
   ActionResult result;
+  bool raced = false;  // a concurrent call with the same key was recorded first
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     TimePoint now = clock_.Now();
+    if (keyed) {  // again, in the transaction: a retry may have raced the first call
+      auto found = FindReplay(tx, ws, req);
+      if (!found.ok()) return found.status();
+      if (*found) {
+        result = std::move(**found);
+        return Status::Ok();  // nothing written
+      }
+    }
     auto workspace = tx.workspaces().Get(ws);
     if (!workspace.ok()) return workspace.status();
     Proposal p;
@@ -225,8 +247,26 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     auto action = RecordProposal(tx, p, req, drafter_note);
     if (!action.ok()) return action.status();
     result = Outcome(p, *action);
+    if (keyed) {
+      auto remembered = RememberResult(tx, clock_, ws, req, result);
+      if (!remembered.ok()) return remembered.status();
+      if (!*remembered) {
+        raced = true;
+        return Status::Conflict("idempotency key taken");  // roll this call back
+      }
+    }
     return Status::Ok();
   });
+  if (raced) {
+    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
+      auto found = FindReplay(tx, ws, req);
+      if (!found.ok()) return found.status();
+      if (!*found) return Status::Unavailable("the call with this idempotency key vanished");
+      result = std::move(**found);
+      return Status::Ok();
+    }));
+    return result;
+  }
   if (!st.ok()) return st;
   return result;
 }

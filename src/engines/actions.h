@@ -53,14 +53,17 @@ struct CommunicateRequest {
   std::string tone;
   std::string context;
   std::string token_id;  // who asks: model calls count against this token's budget
+  std::string idempotency_key;  // optional: a retry with it gets the first call's result
 };
 
 class ActionEngine {
  public:
   ActionEngine(Store& store, const Clock& clock, const ActionConfig& config);
 
-  // InvalidArgument (naming the field) for a bad `to` or tone. A refusal by trust is not a
-  // Status error: it is an ActionResult with error trust_insufficient and a decision id.
+  // InvalidArgument (naming the field) for a bad `to` or tone, or an idempotency key used
+  // with other arguments. A refusal by trust is not a Status error: it is an ActionResult
+  // with error trust_insufficient and a decision id. A call whose key was used before gets
+  // that call's result, and nothing else happens (engines/idempotency.h).
   Result<ActionResult> Communicate(const std::string& ws, const CommunicateRequest& req);
   // A person (`by`) executes a pending action, with `edited_text` replacing the draft if
   // given. Conflict if it is no longer pending.

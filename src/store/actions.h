@@ -12,6 +12,12 @@
 
 namespace cortex {
 
+// What an action.communicate call with an idempotency key got the first time.
+struct IdempotentCall {
+  std::string args_hash;    // SHA-256 of its arguments
+  std::string result_json;  // its result (engines/idempotency.h)
+};
+
 class ActionsReader {
  public:
   explicit ActionsReader(TxState& s) : s_(s) {}
@@ -19,6 +25,10 @@ class ActionsReader {
   Result<Action> FindByDecision(const std::string& ws, const std::string& decision_id);
   // Pending actions of every workspace whose due time is at or before `t`, soonest first.
   Result<std::vector<Action>> Due(TimePoint t, int limit);
+  // The call `token_id` made with idempotency key `key`, if it is remembered.
+  Result<std::optional<IdempotentCall>> FindIdempotent(const std::string& ws,
+                                                       const std::string& token_id,
+                                                       const std::string& key);
 
  protected:
   TxState& s_;
@@ -33,6 +43,12 @@ class ActionsWriter : public ActionsReader {
   // concurrent approvals execute once. Internal if kActionMoves has no such move (a bug).
   Status Transition(const std::string& ws, const std::string& id, ActionStatus from,
                     ActionStatus to, const std::optional<std::string>& draft, TimePoint at);
+  // Remembers `call` for (`ws`, `token_id`, `key`): false if a call with that key was
+  // remembered first (a concurrent one, on PostgreSQL).
+  Result<bool> RememberIdempotent(const std::string& ws, const std::string& token_id,
+                                  const std::string& key, const IdempotentCall& call, TimePoint at);
+  // Forgets the keys remembered before `t`.
+  Status DeleteIdempotentBefore(TimePoint t);
 };
 
 inline ActionsReader ReadTx::actions() const { return ActionsReader(s_); }

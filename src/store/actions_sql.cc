@@ -99,4 +99,40 @@ Status ActionsWriter::Transition(const std::string& ws, const std::string& id, A
   return Status::Conflict("action " + id + " is not " + std::string(Name(from)));
 }
 
+Result<std::optional<IdempotentCall>> ActionsReader::FindIdempotent(const std::string& ws,
+                                                                    const std::string& token_id,
+                                                                    const std::string& key) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT args_hash, result FROM idempotency_keys"
+      " WHERE workspace_id = ? AND token_id = ? AND idem_key = ?");
+  s.Bind(1, ws).Bind(2, token_id).Bind(3, key);
+  auto call = OneRow(s, "", [](const Stmt& r) { return IdempotentCall{r.Text(0), r.Text(1)}; });
+  if (call.ok()) return std::optional<IdempotentCall>(std::move(*call));
+  if (call.status().code() == Code::kNotFound) return std::optional<IdempotentCall>();
+  return call.status();
+}
+
+Result<bool> ActionsWriter::RememberIdempotent(const std::string& ws, const std::string& token_id,
+                                               const std::string& key, const IdempotentCall& call,
+                                               TimePoint at) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO idempotency_keys (workspace_id, token_id, idem_key, args_hash, result,"
+      " created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, ws)
+                             .Bind(2, token_id)
+                             .Bind(3, key)
+                             .Bind(4, call.args_hash)
+                             .Bind(5, call.result_json)
+                             .Bind(6, at)
+                             .Run());
+  return s_.conn.Changes() == 1;
+}
+
+Status ActionsWriter::DeleteIdempotentBefore(TimePoint t) {
+  Stmt s = s_.conn.Prepare("DELETE FROM idempotency_keys WHERE created_at < ?");
+  return s.Bind(1, t).Run();
+}
+
 }  // namespace cortex

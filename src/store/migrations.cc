@@ -370,6 +370,21 @@ CREATE TABLE elicitations (
   answered_at  INTEGER
 );
 )sql"},
+      {16, "action.communicate's idempotency keys", R"sql(
+-- A retry of action.communicate with the same idempotency_key (per workspace and token)
+-- gets the first call's result instead of a second message (engines/idempotency.h). Keys
+-- are kept 24 hours.
+CREATE TABLE idempotency_keys (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  token_id     TEXT NOT NULL,
+  idem_key     TEXT NOT NULL,
+  args_hash    TEXT NOT NULL,  -- SHA-256 of the call's arguments
+  result       TEXT NOT NULL,  -- the first call's result, as JSON
+  created_at   INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, token_id, idem_key)
+);
+CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
+)sql"},
   };
   return kMigrations;
 }

@@ -57,7 +57,17 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                          {"context",
                           {{"type", "string"},
                            {"maxLength", 2000},
-                           {"description", "Optional context for the action."}}}}}},
+                           {"description", "Optional context for the action."}}},
+                         {"idempotency_key",
+                          {{"type", "string"},
+                           {"minLength", 1},
+                           {"maxLength", 200},
+                           {"pattern", "^[\\x21-\\x7e]+$"},
+                           {"description",
+                            "Optional. A retry with the same key and arguments (within 24 h, "
+                            "same token) returns the first call's result and sends nothing "
+                            "more; with other arguments it is refused. Use a new key (e.g. a "
+                            "UUID) per message."}}}}}},
       .output_schema = ActionResultSchema(),
       .annotations = {{"readOnlyHint", false},
                       {"destructiveHint", false},
@@ -74,8 +84,9 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                                             ctx.auth.token_id, args, ctx.request_state,
                                             ctx.input_responses));
         }
-        CommunicateRequest req{args.at("to"), args.at("message"), args.value("tone", ""),
-                               args.value("context", ""), ctx.auth.token_id};
+        CommunicateRequest req{args.at("to"),          args.at("message"),
+                               args.value("tone", ""), args.value("context", ""),
+                               ctx.auth.token_id,      args.value("idempotency_key", "")};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
         auto result = engine.Communicate(ws, req);
         if (result.ok() && result->status == "pending_approval" && result->level == 1 &&

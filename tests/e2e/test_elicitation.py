@@ -11,21 +11,27 @@ import unittest
 from test_http import Server, cli, create_token
 
 
-def call(port, token, arguments, capabilities, extra=None):
-    params = {"name": "action.communicate", "arguments": arguments,
+def tool(port, token, name, arguments, capabilities=None, extra=None):
+    """A 2026-07-28 tools/call; returns its result (a CallToolResult or an input-required
+    result). `extra` adds params (inputResponses, requestState)."""
+    params = {"name": name, "arguments": arguments,
               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                        "io.modelcontextprotocol/clientCapabilities": capabilities}}
+                        "io.modelcontextprotocol/clientCapabilities": capabilities or {}}}
     params.update(extra or {})
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                              "params": params}), {
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
         "Authorization": "Bearer " + token, "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call", "Mcp-Name": "action.communicate"})
+        "Mcp-Method": "tools/call", "Mcp-Name": name})
     resp = conn.getresponse()
     body = json.loads(resp.read())
     conn.close()
     return body["result"]
+
+
+def call(port, token, arguments, capabilities, extra=None):
+    return tool(port, token, "action.communicate", arguments, capabilities, extra)
 
 
 ASK = {"elicitation": {}}
@@ -115,18 +121,7 @@ class TestApproveInClient(unittest.TestCase):
 
 
 def call_inspect(port, token, decision_id):
-    params = {"name": "decision.inspect", "arguments": {"decision_id": decision_id},
-              "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                        "io.modelcontextprotocol/clientCapabilities": {}}}
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                             "params": params}), {
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-        "Authorization": "Bearer " + token, "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call", "Mcp-Name": "decision.inspect"})
-    body = json.loads(conn.getresponse().read())
-    conn.close()
-    return body["result"]["structuredContent"]
+    return tool(port, token, "decision.inspect", {"decision_id": decision_id})["structuredContent"]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,64 @@
+#include "engines/idempotency.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/crypto.h"
+#include "core/json_text.h"
+#include "store/actions.h"
+
+namespace cortex {
+namespace {
+
+using json = nlohmann::json;
+
+std::string ResultJson(const ActionResult& r) {
+  return DumpJson({{"status", r.status},
+                   {"decision_id", r.decision_id},
+                   {"action_id", r.action_id},
+                   {"message", r.message},
+                   {"draft", r.draft},
+                   {"error", r.error},
+                   {"level", r.level}});
+}
+
+ActionResult ResultFromJson(const std::string& text) {
+  json j = ParseStoredJson(text);
+  ActionResult r;
+  r.status = j.value("status", "");
+  r.decision_id = j.value("decision_id", "");
+  r.action_id = j.value("action_id", "");
+  r.message = j.value("message", "");
+  r.draft = j.value("draft", "");
+  r.error = j.value("error", "");
+  r.level = j.value("level", -1);
+  return r;
+}
+
+}  // namespace
+
+std::string CommunicateArgsHash(const CommunicateRequest& req) {
+  return Sha256Hex(DumpJson(
+      {{"to", req.to}, {"message", req.message}, {"tone", req.tone}, {"context", req.context}}));
+}
+
+Result<std::optional<ActionResult>> FindReplay(ReadTx& tx, const std::string& ws,
+                                               const CommunicateRequest& req) {
+  auto call = tx.actions().FindIdempotent(ws, req.token_id, req.idempotency_key);
+  if (!call.ok()) return call.status();
+  if (!*call) return std::optional<ActionResult>();
+  if ((*call)->args_hash != CommunicateArgsHash(req)) {
+    return Status::InvalidArgument(
+        "field 'idempotency_key': already used for a call with other arguments; use a new "
+        "key for a new message");
+  }
+  return std::optional<ActionResult>(ResultFromJson((*call)->result_json));
+}
+
+Result<bool> RememberResult(WriteTx& tx, const Clock& clock, const std::string& ws,
+                            const CommunicateRequest& req, const ActionResult& result) {
+  return tx.actions().RememberIdempotent(
+      ws, req.token_id, req.idempotency_key,
+      IdempotentCall{CommunicateArgsHash(req), ResultJson(result)}, clock.Now());
+}
+
+}  // namespace cortex
