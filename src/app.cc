@@ -220,6 +220,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   router_options.metrics_token = config->http.metrics_token;
   mcp.SetSessionLimits(config->http.sessions);
+  mcp.SetActionConfig(config->actions);
   Metrics metrics;
   InboxApi inbox(**store, clock, config->actions, registry);
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox);

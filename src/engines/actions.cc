@@ -130,6 +130,29 @@ Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& 
 }
 }  // namespace
 
+std::string ActionResultJson(const ActionResult& r) {
+  return DumpJson({{"status", r.status},
+                   {"decision_id", r.decision_id},
+                   {"action_id", r.action_id},
+                   {"message", r.message},
+                   {"draft", r.draft},
+                   {"error", r.error},
+                   {"level", r.level}});
+}
+
+ActionResult ActionResultFromJson(const std::string& text) {
+  json j = ParseStoredJson(text);
+  ActionResult r;
+  r.status = j.value("status", "");
+  r.decision_id = j.value("decision_id", "");
+  r.action_id = j.value("action_id", "");
+  r.message = j.value("message", "");
+  r.draft = j.value("draft", "");
+  r.error = j.value("error", "");
+  r.level = j.value("level", -1);
+  return r;
+}
+
 Status EnqueueDelivery(WriteTx& tx, const Action& action, TimePoint now) {
   OutboxItem item;
   item.id = action.id;

@@ -47,6 +47,11 @@ struct ActionResult {
   int retry_after_s = 0;  // quota_exceeded only
 };
 
+// An ActionResult as JSON text and back, for what keeps one (idempotency keys,
+// elicitations). Parsing throws std::runtime_error on text not written by the first.
+std::string ActionResultJson(const ActionResult& r);
+ActionResult ActionResultFromJson(const std::string& text);
+
 struct CommunicateRequest {
   std::string to;  // entity id, email, @handle or +phone
   std::string message;

@@ -5,6 +5,11 @@
 // client retries the same call with the answer and the state; the answer is the person's,
 // recorded with channel `elicitation` and the token id.
 //
+// In a 2025-11-25 session whose client declared elicitation at initialize, the same form is
+// sent as an elicitation/create request on the tools/call's event stream, which stays open
+// until the client's response arrives (on any instance) or the form expires, then carries
+// the call's result.
+//
 // Only a token with the `approve` scope is asked (a person's client): an agent's client
 // could answer its own question, and an agent never approves. The request state names a
 // stored elicitation: it is answered once, by the token that was asked, for the same
@@ -45,5 +50,19 @@ Result<ActionResult> AnswerInClient(Store& store, const Clock& clock, const Acti
                                     const std::string& ws, const std::string& token_id,
                                     const nlohmann::json& args, const std::string& request_state,
                                     const nlohmann::json& input_responses);
+
+// 2025-11-25 sessions: the held tools/call stream sent an elicitation/create request whose
+// id is the elicitation's; the client's JSON-RPC response (its `result`, or null for an
+// error response: nothing decided) is applied as AnswerInClient's is, by the token the
+// request was sent to, once, before it expires; its result is kept for the stream.
+Status AnswerElicitationRequest(Store& store, const Clock& clock, const ActionConfig& config,
+                                const std::string& ws, const std::string& token_id,
+                                const std::string& id, const nlohmann::json& elicit_result);
+
+// What a stream held for elicitation `id` sends: the result its answer led to, or, once
+// it expired unanswered, where the draft stands; nullopt while it waits.
+Result<std::optional<ActionResult>> ElicitationOutcome(Store& store, const Clock& clock,
+                                                       const std::string& ws,
+                                                       const std::string& id);
 
 }  // namespace cortex

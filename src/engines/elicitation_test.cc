@@ -137,5 +137,39 @@ TEST_F(ElicitationTest, ARejectionEndsItAndADeclineLeavesItForTheInbox) {
   EXPECT_EQ(Status(), ActionStatus::kRejected);
 }
 
+// 2025-11-25 sessions: the answer comes as the client's response to our request (its id
+// the elicitation's), and the held stream reads the outcome.
+TEST_F(ElicitationTest, AResponseToOurRequestIsAppliedOnceAndItsResultKeptForTheStream) {
+  std::string id = asked_.request_state.substr(0, asked_.request_state.find('.'));
+  auto waiting = ElicitationOutcome(*store_, clock_, ws_.id, id);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_FALSE(*waiting);
+
+  json approve = {{"action", "accept"}, {"content", {{"decision", "approve"}}}};
+  EXPECT_EQ(
+      AnswerElicitationRequest(*store_, clock_, config_, ws_.id, "tok_agent", id, approve).code(),
+      Code::kInvalidArgument);  // sent to another token's stream
+  EXPECT_EQ(Status(), ActionStatus::kPending);
+  ASSERT_TRUE(
+      AnswerElicitationRequest(*store_, clock_, config_, ws_.id, "tok_person", id, approve).ok());
+  EXPECT_EQ(Status(), ActionStatus::kExecuted);
+  auto done = ElicitationOutcome(*store_, clock_, ws_.id, id);
+  ASSERT_TRUE(done.ok() && *done);
+  EXPECT_EQ((*done)->status, "success");
+  EXPECT_EQ((*done)->decision_id, pending_.decision_id);
+  EXPECT_EQ(
+      AnswerElicitationRequest(*store_, clock_, config_, ws_.id, "tok_person", id, approve).code(),
+      Code::kInvalidArgument);  // once
+}
+
+TEST_F(ElicitationTest, AnUnansweredFormEndsTheHeldStreamWithTheDraftPending) {
+  std::string id = asked_.request_state.substr(0, asked_.request_state.find('.'));
+  clock_.Advance(kElicitationLifetime);
+  auto late = ElicitationOutcome(*store_, clock_, ws_.id, id);
+  ASSERT_TRUE(late.ok() && *late);
+  EXPECT_EQ((*late)->status, "pending_approval");
+  EXPECT_NE((*late)->message.find("inbox"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cortex

@@ -7,34 +7,6 @@
 #include "store/actions.h"
 
 namespace cortex {
-namespace {
-
-using json = nlohmann::json;
-
-std::string ResultJson(const ActionResult& r) {
-  return DumpJson({{"status", r.status},
-                   {"decision_id", r.decision_id},
-                   {"action_id", r.action_id},
-                   {"message", r.message},
-                   {"draft", r.draft},
-                   {"error", r.error},
-                   {"level", r.level}});
-}
-
-ActionResult ResultFromJson(const std::string& text) {
-  json j = ParseStoredJson(text);
-  ActionResult r;
-  r.status = j.value("status", "");
-  r.decision_id = j.value("decision_id", "");
-  r.action_id = j.value("action_id", "");
-  r.message = j.value("message", "");
-  r.draft = j.value("draft", "");
-  r.error = j.value("error", "");
-  r.level = j.value("level", -1);
-  return r;
-}
-
-}  // namespace
 
 std::string CommunicateArgsHash(const CommunicateRequest& req) {
   return Sha256Hex(DumpJson(
@@ -51,14 +23,14 @@ Result<std::optional<ActionResult>> FindReplay(ReadTx& tx, const std::string& ws
         "field 'idempotency_key': already used for a call with other arguments; use a new "
         "key for a new message");
   }
-  return std::optional<ActionResult>(ResultFromJson((*call)->result_json));
+  return std::optional<ActionResult>(ActionResultFromJson((*call)->result_json));
 }
 
 Result<bool> RememberResult(WriteTx& tx, const Clock& clock, const std::string& ws,
                             const CommunicateRequest& req, const ActionResult& result) {
   return tx.actions().RememberIdempotent(
       ws, req.token_id, req.idempotency_key,
-      IdempotentCall{CommunicateArgsHash(req), ResultJson(result)}, clock.Now());
+      IdempotentCall{CommunicateArgsHash(req), ActionResultJson(result)}, clock.Now());
 }
 
 }  // namespace cortex

@@ -49,6 +49,7 @@ std::variant<Message, Error> Parse(std::string_view body) {
   if (method == doc.end()) {
     if (!m.is_notification && (doc.contains("result") || doc.contains("error"))) {
       m.is_response = true;
+      if (auto r = doc.find("result"); r != doc.end()) m.result = *r;
       return m;
     }
     return Error{kInvalidRequest, "Invalid Request: \"method\" is required", {}};

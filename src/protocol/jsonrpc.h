@@ -32,10 +32,11 @@ struct Error {
 // One parsed JSON-RPC message from a client.
 struct Message {
   bool is_notification = false;  // no "id"
-  bool is_response = false;      // a client's reply ("result" or "error"): we send no requests
+  bool is_response = false;      // a client's reply ("result" or "error") to our request
   nlohmann::json id;             // string or number; null for notifications
   std::string method;
   nlohmann::json params;  // object, or null when absent
+  nlohmann::json result;  // a response's result; null for an error response
 };
 
 // Parses `body` as exactly one JSON-RPC 2.0 message. Batches (arrays) are refused: no

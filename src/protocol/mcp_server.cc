@@ -26,6 +26,14 @@ namespace {
 constexpr char kMetaVersion[] = "io.modelcontextprotocol/protocolVersion";
 constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
+
+// Whether client capabilities `caps` declare elicitation by form: `elicitation: {}` (form,
+// the default mode) or with `form` named.
+bool FormElicitation(const json& caps) {
+  if (!caps.is_object()) return false;
+  auto e = caps.find("elicitation");
+  return e != caps.end() && e->is_object() && (e->empty() || e->contains("form"));
+}
 // How long a client may cache tools/list and server/discover (the tool set changes only
 // with a new release of the server).
 constexpr int64_t kListTtlMs = 3'600'000;
@@ -207,12 +215,7 @@ McpResponse McpServer::Handle(const McpRequest& req) {
     return Fail(std::move(out), nullptr, Disposition::kRejected, *err);
   }
   rpc::Message& msg = std::get<rpc::Message>(parsed);
-  if (msg.is_response) {
-    // We never send requests to clients, so there is nothing to match a response to.
-    out.disposition = Disposition::kAccepted;
-    out.method = "(response)";
-    return out;
-  }
+  if (msg.is_response) return TakeAnswer(req, msg, std::move(out));
   out.method = MetricMethod(msg.method);
   const json& params = msg.params.is_null() ? json::object() : msg.params;
 
@@ -337,8 +340,10 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   }
   // On stdio the session is the process's own, and the loop holds only the id that
   // initialize gave it: nothing to look up.
-  auto live = req.transport == McpTransport::kStdio ? Result<bool>(true)
-                                                    : SessionExists(*req.session_id, auth);
+  McpSession session;
+  auto live = req.transport == McpTransport::kStdio
+                  ? Result<bool>(true)
+                  : SessionExists(*req.session_id, auth, &session);
   if (!live.ok()) {
     spdlog::warn("session look-up: {}", live.status().message());
     return Fail(
@@ -371,11 +376,16 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}};
   } else if (method == "tools/call") {
-    auto called = CallTool(params, auth, out, /*modern=*/false);
+    // Asking the user needs the call's own event stream to send the request on.
+    bool elicits = session.client_elicits && req.accepts_stream;
+    auto called = CallTool(params, auth, out, /*modern=*/false, elicits);
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(called));
+    if (result.value("resultType", "") == "input_required") {
+      return HoldForAnswer(auth, id, result, std::move(out));
+    }
   } else {
     return Fail(std::move(out), id, Disposition::kReply,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
@@ -409,7 +419,8 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
         full = "the server", cap = lim.total;
       }
       if (full != nullptr) return Status::Ok();
-      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now},
+      bool elicits = FormElicitation(params.value("capabilities", json::object()));
+      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits},
                                   auth.token_id);
     });
     if (!st.ok()) {
@@ -439,7 +450,8 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
 }
 
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
-                                                   McpResponse& out, bool modern) {
+                                                   McpResponse& out, bool modern,
+                                                   bool session_elicits) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -466,12 +478,14 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
         out.notifications.push_back(std::move(n));
       }};
   if (modern) {
-    ctx.may_ask_input = true;
+    ctx.client_elicits = FormElicitation(
+        ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object()) : json::object());
     ctx.input_responses = params.value("inputResponses", json(nullptr));
     if (params.contains("requestState") && params["requestState"].is_string()) {
       ctx.request_state = params["requestState"];
     }
   }
+  if (!modern) ctx.client_elicits = session_elicits;
   ToolReply reply = tools_.Call(*name, args, ctx);
   if (reply.is_error()) {
     const json& body = reply.body();
@@ -504,10 +518,12 @@ bool McpServer::ToolCallMayCallOut(const std::string* name_header) const {
   return tools_.AnyCallsOut();
 }
 
-Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth) {
+Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth,
+                                      McpSession* found) {
   auto session = LiveSession(id);
   if (!session.ok()) return session.status();
   if (!*session || (*session)->workspace_id != auth.workspace_id) return false;
+  if (found != nullptr) *found = **session;
   // Refreshing last_used on every message would make every read a write; a minute's
   // precision is plenty for a 24-hour idle expiry.
   TimePoint now = clock_.Now();

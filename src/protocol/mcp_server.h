@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/limits.h"
+#include "engines/actions.h"
 #include "engines/quotas.h"
 #include "engines/tokens.h"
 #include "store/store.h"
@@ -34,6 +35,9 @@ inline constexpr const char* kLegacyVersions[] = {"2025-11-25", "2025-06-18", "2
 enum class McpTransport { kHttp, kStdio };
 
 struct RpcFailure;  // a JSON-RPC error and how to deliver it (mcp_server.cc)
+namespace rpc {
+struct Message;
+}
 
 // How the transport should deliver the answer. HTTP maps these to statuses; stdio only
 // writes the body, if any.
@@ -57,6 +61,9 @@ struct McpRequest {
   std::optional<std::string> name_header;
   // The session this message belongs to (Mcp-Session-Id on HTTP; kept by the stdio loop).
   std::optional<std::string> session_id;
+  // The client takes an event stream in answer (Accept: text/event-stream, HTTP only): a
+  // 2025-11-25 tools/call may then send it requests (elicitation) before its result.
+  bool accepts_stream = false;
 };
 
 struct McpResponse {
@@ -66,6 +73,11 @@ struct McpResponse {
   // sent before `body` when the response is a stream.
   std::vector<nlohmann::json> notifications;
   std::string new_session_id;  // non-empty after a successful initialize
+  // A 2025-11-25 tools/call that asks the user first: `requests` (elicitation/create) go
+  // out on its event stream, which stays open as `held_stream` (StreamNext) until the
+  // answer's result can follow; `body` is null then.
+  std::vector<nlohmann::json> requests;
+  std::string held_stream;
   // True when body is a tools/call result whose content[0].text is its structuredContent
   // as JSON text (every tool reply but a raw one): DumpBody() writes that text again rather
   // than serializing the body a second time.
@@ -95,6 +107,9 @@ class McpServer {
 
   // The caps on open HTTP sessions. Set before the first Handle() (not synchronized).
   void SetSessionLimits(const SessionLimits& limits) { session_limits_ = limits; }
+  // The action engine's settings, for answers to our elicitation requests (approvals).
+  // Set before the first Handle() (not synchronized).
+  void SetActionConfig(const ActionConfig& config) { actions_ = config; }
 
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
@@ -104,7 +119,9 @@ class McpServer {
   // (the caller cannot tell the two apart).
   // SessionExists also refreshes the session's last use. An error means the store could
   // not answer (not that the session is gone).
-  Result<bool> SessionExists(const std::string& id, const AuthContext& auth);
+  // `found`, if given, receives the session.
+  Result<bool> SessionExists(const std::string& id, const AuthContext& auth,
+                             McpSession* found = nullptr);
   Result<bool> EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
   // Whether tool `name` only reads (unknown names: false).
@@ -119,6 +136,12 @@ class McpServer {
   // REQUIRES: SessionExists(id, caller) said true.
   bool OpenStream(const std::string& id);
   void CloseStream(const std::string& id);
+  // Whether `stream` is a tools/call held open for the user's answer (McpResponse::
+  // held_stream), and what to send on it next: the call's result once there is one (then
+  // nullopt: the stream ends), empty while it waits. Any instance can serve it.
+  static bool IsHeldStream(std::string_view stream);
+  static constexpr std::chrono::milliseconds kHeldStreamPoll{250};  // how often it looks
+  std::optional<std::string> HeldStreamNext(const std::string& stream, std::string& state);
 
  private:
   // Session `id` if it exists and has not expired (of any workspace).
@@ -135,10 +158,17 @@ class McpServer {
                                                       const AuthContext& auth,
                                                       McpTransport transport, McpResponse& out);
   // tools/call for either era (`modern`: 2026-07-28, where a tool may answer that it needs
-  // input). Fills out.tool and out.status.
+  // input, and the client's capabilities are in _meta; `session_elicits`: the 2025-11-25
+  // session's client declared elicitation). Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out,
-                                                    bool modern);
+                                                    bool modern, bool session_elicits = false);
+  // A 2025-11-25 input-required tool result, sent as its elicitation/create request on a
+  // held stream.
+  McpResponse HoldForAnswer(const AuthContext& auth, const nlohmann::json& id,
+                            const nlohmann::json& input_required, McpResponse out);
+  // A client's response to our elicitation/create request.
+  McpResponse TakeAnswer(const McpRequest& req, const rpc::Message& msg, McpResponse out);
   // Counts a tool call against the caller's quotas: null if admitted, else the
   // quota_exceeded (or store error) result to return instead.
   nlohmann::json AdmitCall(const AuthContext& auth);
@@ -152,6 +182,7 @@ class McpServer {
   QuotaLimits quota_defaults_;
   CallQuotas call_quotas_;
   SessionLimits session_limits_;
+  ActionConfig actions_;
 
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session

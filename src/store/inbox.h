@@ -44,6 +44,7 @@ struct Elicitation {
   TimePoint created_at;
   TimePoint expires_at;
   std::optional<TimePoint> answered_at;
+  std::string result;  // the call's result once answered (JSON), for a held stream
 };
 
 class InboxReader {
@@ -73,6 +74,8 @@ class InboxWriter : public InboxReader {
   // Marks elicitation `id` answered at `now`, if it was not: false if it was (also by a
   // concurrent answer on PostgreSQL).
   Result<bool> MarkElicitationAnswered(const std::string& id, TimePoint now);
+  // Keeps the result the answer to elicitation `id` led to.
+  Status SetElicitationResult(const std::string& id, const std::string& result);
 };
 
 inline InboxReader ReadTx::inbox() const { return InboxReader(s_); }

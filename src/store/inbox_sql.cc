@@ -99,12 +99,18 @@ Result<Elicitation> InboxReader::GetElicitation(const std::string& ws, const std
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
   Stmt s = s_.conn.Prepare(
       "SELECT id, workspace_id, decision_id, token_id, secret_hash, args_hash, created_at,"
-      " expires_at, answered_at FROM elicitations WHERE id = ? AND workspace_id = ?");
+      " expires_at, answered_at, result FROM elicitations WHERE id = ? AND workspace_id = ?");
   s.Bind(1, id).Bind(2, ws);
   return OneRow(s, "no elicitation " + id, [](const Stmt& r) {
-    return Elicitation{r.Text(0), r.Text(1), r.Text(2), r.Text(3),   r.Text(4),
-                       r.Text(5), r.Time(6), r.Time(7), r.OptTime(8)};
+    return Elicitation{
+        r.Text(0), r.Text(1), r.Text(2), r.Text(3),    r.Text(4),
+        r.Text(5), r.Time(6), r.Time(7), r.OptTime(8), r.IsNull(9) ? std::string() : r.Text(9)};
   });
+}
+
+Status InboxWriter::SetElicitationResult(const std::string& id, const std::string& result) {
+  Stmt s = s_.conn.Prepare("UPDATE elicitations SET result = ? WHERE id = ?");
+  return s.Bind(1, result).Bind(2, id).Run();
 }
 
 Result<bool> InboxWriter::MarkElicitationAnswered(const std::string& id, TimePoint now) {

@@ -385,6 +385,13 @@ CREATE TABLE idempotency_keys (
 );
 CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
 )sql"},
+      {17, "approval by elicitation in 2025-11-25 sessions", R"sql(
+-- A session remembers whether its client can ask its user (initialize's capabilities), and
+-- an elicitation keeps the result of the answer that ended it: the tools/call stream held
+-- open for it (on whichever instance) sends that result (engines/elicitation.h).
+ALTER TABLE mcp_sessions ADD COLUMN client_elicits INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE elicitations ADD COLUMN result TEXT;
+)sql"},
   };
   return kMigrations;
 }

@@ -43,6 +43,7 @@ struct McpSession {
   std::string workspace_id;
   TimePoint created_at;
   TimePoint last_used;
+  bool client_elicits = false;  // its client can ask its user by a form (elicitation)
 };
 
 // Tool calls counted in the current minute and local day, for a workspace (all its tokens)

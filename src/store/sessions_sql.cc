@@ -13,15 +13,16 @@ std::string Stored(const std::string& id) { return Sha256Hex(id); }
 
 Result<std::optional<McpSession>> SessionsReader::Get(const std::string& id) {
   const std::string stored = Stored(id);
-  Stmt s =
-      s_.conn.Prepare("SELECT workspace_id, created_at, last_used FROM mcp_sessions WHERE id = ?");
+  Stmt s = s_.conn.Prepare(
+      "SELECT workspace_id, created_at, last_used, client_elicits FROM mcp_sessions"
+      " WHERE id = ?");
   s.Bind(1, stored);
   Status st;
   if (!s.Step(&st)) {
     if (!st.ok()) return st;
     return std::optional<McpSession>();
   }
-  return std::optional(McpSession{id, s.Text(0), s.Time(1), s.Time(2)});
+  return std::optional(McpSession{id, s.Text(0), s.Time(1), s.Time(2), s.Int(3) != 0});
 }
 
 Result<int64_t> SessionsReader::Count(TimePoint since) {
@@ -58,13 +59,14 @@ Result<SessionsReader::Counts> SessionsReader::CountFor(TimePoint since, const s
 Status SessionsWriter::Insert(const McpSession& m, const std::string& token_id) {
   const std::string stored = Stored(m.id);
   Stmt s = s_.conn.Prepare(
-      "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used, token_id) "
-      "VALUES (?, ?, ?, ?, ?)");
+      "INSERT INTO mcp_sessions (id, workspace_id, created_at, last_used, token_id,"
+      " client_elicits) VALUES (?, ?, ?, ?, ?, ?)");
   return s.Bind(1, stored)
       .Bind(2, m.workspace_id)
       .Bind(3, m.created_at)
       .Bind(4, m.last_used)
       .Bind(5, token_id)
+      .Bind(6, static_cast<int64_t>(m.client_elicits ? 1 : 0))
       .Run();
 }
 

@@ -7,19 +7,11 @@
 namespace cortex {
 namespace {
 
-// Whether the person can be asked inside the calling client: a 2026-07-28 request from a
-// client that declared form elicitation, by a token with the approve scope (a person's
-// client; an agent's could answer its own question), and the config allows it.
+// Whether the person can be asked inside the calling client: a client that can ask its
+// user by a form, a token with the approve scope (a person's client; an agent's could
+// answer its own question), and the config allows it.
 bool MayAskInClient(const ToolContext& ctx, const ActionConfig& config) {
-  if (!config.approve_in_client || !ctx.may_ask_input) return false;
-  if ((ctx.auth.scopes & kScopeApprove) == 0) return false;
-  if (!ctx.meta.is_object()) return false;
-  auto caps = ctx.meta.find("io.modelcontextprotocol/clientCapabilities");
-  if (caps == ctx.meta.end() || !caps->is_object()) return false;
-  auto elicitation = caps->find("elicitation");
-  if (elicitation == caps->end() || !elicitation->is_object()) return false;
-  // An empty object means form mode (the spec's default); otherwise form must be named.
-  return elicitation->empty() || elicitation->contains("form");
+  return config.approve_in_client && ctx.client_elicits && (ctx.auth.scopes & kScopeApprove);
 }
 
 }  // namespace

@@ -26,9 +26,10 @@ struct ToolContext {
   nlohmann::json meta;   // the request's params._meta (e.g. a progressToken), or null
   // Sends a request-scoped notification (e.g. notifications/progress) ahead of the result.
   std::function<void(nlohmann::json)> notify;
-  // A 2026-07-28 request: the tool may answer ToolReply::InputRequired (the client's
-  // capabilities are in meta), and a retry carries the client's answers and the state.
-  bool may_ask_input = false;
+  // The client can ask its user by a form (elicitation; declared in a 2026-07-28 request's
+  // _meta, or at a 2025-11-25 session's initialize): the tool may answer
+  // ToolReply::InputRequired. A 2026-07-28 retry carries the answers and the state.
+  bool client_elicits = false;
   nlohmann::json input_responses = nullptr;  // params.inputResponses, or null
   std::string request_state = {};            // params.requestState, or empty
 };

@@ -209,13 +209,16 @@ std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std
     if (inbox_ == nullptr) return std::nullopt;
     return inbox_->Poll(stream.substr(kInboxStream.size()), state);
   }
+  if (McpServer::IsHeldStream(stream)) return mcp_.HeldStreamNext(stream, state);
   // An MCP session's stream: nothing is sent unprompted yet; it lasts as long as the session.
   if (!mcp_.HasSession(stream)) return std::nullopt;
   return std::string();
 }
 
 void HttpRouter::StreamClosed(const std::string& stream) {
-  if (stream.rfind(kInboxStream, 0) != 0) mcp_.CloseStream(stream);
+  if (stream.rfind(kInboxStream, 0) != 0 && !McpServer::IsHeldStream(stream)) {
+    mcp_.CloseStream(stream);
+  }
 }
 
 bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
@@ -459,6 +462,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   mreq.method_header = opt("mcp-method");
   mreq.name_header = opt("mcp-name");
   mreq.session_id = opt("mcp-session-id");
+  mreq.accepts_stream = accepts.sse;
   McpResponse mres = mcp_.Handle(mreq);
 
   log.method = mres.method;
@@ -471,6 +475,18 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   if (mres.disposition == Disposition::kUnavailable) r.headers.emplace_back("Retry-After", "1");
   if (mres.disposition == Disposition::kLimited) r.headers.emplace_back("Retry-After", "60");
   if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
+  if (!mres.held_stream.empty()) {
+    // A tools/call that asks the user first: our request now, its result when answered.
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
+    for (const json& q : mres.requests) r.body += SseEvent(DumpJson(q));
+    r.open_stream = true;
+    r.stream = mres.held_stream;
+    r.stream_poll = McpServer::kHeldStreamPoll;
+    return r;
+  }
   if (mres.body.is_null()) return r;  // 202 Accepted: no body
   bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty()) &&
                 mres.disposition == Disposition::kReply;

@@ -580,6 +580,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n";
     for (const auto& [name, value] : res.headers) AppendField(head, name, value);
     head += "\r\n";
+    if (!res.body.empty()) head += Chunk(res.body);  // what the stream starts with
     WriteStream(std::move(head));
     last_sent_ = std::chrono::steady_clock::now();
     // Notice the client leaving: any read completes only with an error (or stray bytes).
