@@ -38,15 +38,21 @@ ASK = {"elicitation": {}}
 ARGS = {"to": "marcus@h.example", "message": "Can we move the review to Friday?"}
 
 
+def workspace_with_marcus(tmp):
+    """A data directory in `tmp` whose workspace `alpha` knows Marcus Webb; returns it."""
+    data = os.path.join(tmp, "data")
+    world = os.path.join(tmp, "world.jsonl")
+    with open(world, "w") as f:
+        f.write(json.dumps({"type": "entity", "name": "Marcus Webb",
+                            "identifiers": ["marcus@h.example"]}) + "\n")
+    cli(data, "ingest", "--data", data, "--workspace", "alpha", world)
+    return data
+
+
 class TestApproveInClient(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.data = os.path.join(self.tmp.name, "data")
-        world = os.path.join(self.tmp.name, "world.jsonl")
-        with open(world, "w") as f:
-            f.write(json.dumps({"type": "entity", "name": "Marcus Webb",
-                                "identifiers": ["marcus@h.example"]}) + "\n")
-        cli(self.data, "ingest", "--data", self.data, "--workspace", "alpha", world)
+        self.data = workspace_with_marcus(self.tmp.name)
         self.agent = create_token(self.data, "alpha", "read,act")
         self.person = create_token(self.data, "alpha", "read,act,approve")
         self.server = None

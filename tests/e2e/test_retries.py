@@ -1,26 +1,17 @@
 """Retries never duplicate: action.communicate with an idempotency_key, over HTTP. Python 3
 stdlib only."""
 
-import json
-import os
 import tempfile
 import unittest
 
-from test_elicitation import call, tool
+from test_elicitation import ARGS, call, tool, workspace_with_marcus
 from test_http import Server, cli, create_token
-
-ARGS = {"to": "marcus@h.example", "message": "Can we move the review to Friday?"}
 
 
 class TestIdempotencyKey(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
-        self.data = os.path.join(self.tmp.name, "data")
-        world = os.path.join(self.tmp.name, "world.jsonl")
-        with open(world, "w") as f:
-            f.write(json.dumps({"type": "entity", "name": "Marcus Webb",
-                                "identifiers": ["marcus@h.example"]}) + "\n")
-        cli(self.data, "ingest", "--data", self.data, "--workspace", "alpha", world)
+        self.data = workspace_with_marcus(self.tmp.name)
         cli(self.data, "trust", "set", "--data", self.data, "--workspace", "alpha",
             "--scope", "marcus@h.example", "--level", "3")
         self.agent = create_token(self.data, "alpha", "read,act")
