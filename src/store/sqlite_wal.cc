@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,20 @@
 #include "store/sqlite_conn.h"
 
 namespace cortex {
+namespace {
+
+// WalTestSeams; atomics only because a test sets them while another test's threads may
+// still be winding down.
+std::atomic<int (*)(int)> g_sync_log{nullptr};
+std::atomic<int> g_every_frames{0}, g_writer_frames{0};
+
+}  // namespace
+
+void SetWalTestSeams(const WalTestSeams& seams) {
+  g_sync_log = seams.sync_log;
+  g_every_frames = seams.checkpoint_every_frames;
+  g_writer_frames = seams.writer_checkpoint_frames;
+}
 
 WriteAheadLog::~WriteAheadLog() {
   if (fd_ >= 0) ::close(fd_);
@@ -46,7 +61,10 @@ Status WriteAheadLog::Sync() {
       now.stx_dev_major != held.stx_dev_major || now.stx_dev_minor != held.stx_dev_minor) {
     if (Status reopened = Reopen(); !reopened.ok()) return Fail(reopened);
   }
-  if (::fdatasync(fd_) != 0) return Fail(Error("cannot sync the write-ahead log", errno));
+  int (*sync)(int) = g_sync_log.load(std::memory_order_relaxed);
+  if ((sync != nullptr ? sync(fd_) : ::fdatasync(fd_)) != 0) {
+    return Fail(Error("cannot sync the write-ahead log", errno));
+  }
   return Status::Ok();
 }
 
@@ -124,11 +142,21 @@ void Checkpointer::Resume() {
   cv_.notify_all();
 }
 
+int Checkpointer::EveryFrames() {
+  int n = g_every_frames.load(std::memory_order_relaxed);
+  return n > 0 ? n : kCheckpointEveryFrames;
+}
+
+int Checkpointer::WriterFrames() {
+  int n = g_writer_frames.load(std::memory_order_relaxed);
+  return n > 0 ? n : kWriterCheckpointFrames;
+}
+
 int Checkpointer::OnCommit(void* self, sqlite3* db, const char* name, int frames) {
   auto& c = *static_cast<Checkpointer*>(self);
-  if (frames < c.last_frames_) c.next_at_ = kCheckpointEveryFrames;  // the log started over
+  if (frames < c.last_frames_) c.next_at_ = EveryFrames();  // the log started over
   c.last_frames_ = frames;
-  if (frames >= kWriterCheckpointFrames) {
+  if (frames >= WriterFrames()) {
     // What SQLite's automatic checkpoint does, once this thread's pass (if one runs) is
     // over: SQLite would refuse a second checkpoint at once (SQLITE_BUSY), and the log
     // would grow for as long as the pass lasts.
@@ -136,7 +164,7 @@ int Checkpointer::OnCommit(void* self, sqlite3* db, const char* name, int frames
     (void)sqlite3_wal_checkpoint(db, name);
     c.Resume();
   } else if (frames >= c.next_at_) {
-    c.next_at_ = frames + kCheckpointEveryFrames;
+    c.next_at_ = frames + EveryFrames();
     c.Request();
   }
   return SQLITE_OK;
@@ -167,8 +195,7 @@ void Checkpointer::Loop() {
     // Still a request's worth behind (held back, or refused by another process's
     // checkpoint): the writer's next request may never come, so try again, sooner while
     // passes make progress, backing off while one reader holds them all back.
-    bool behind =
-        rc == SQLITE_BUSY || (rc == SQLITE_OK && log_frames - copied >= kCheckpointEveryFrames);
+    bool behind = rc == SQLITE_BUSY || (rc == SQLITE_OK && log_frames - copied >= EveryFrames());
     retry_ = behind && !progressed ? std::min(2 * retry_, kCheckpointMaxRetry) : kCheckpointRetry;
     lock.lock();
     running_ = false;

@@ -88,6 +88,10 @@ class Checkpointer {
   // The writer's commit hook (SqliteConn::SetCommitHook), on the writer thread.
   static int OnCommit(void* self, sqlite3* db, const char* name, int frames);
 
+  // The two thresholds below, or a test's (WalTestSeams).
+  static int EveryFrames();
+  static int WriterFrames();
+
  private:
   // Checkpoints (copying the log's pages into the database, then syncing the database
   // file) run on this thread each time the log has grown by this many pages (32 MiB)...
@@ -115,10 +119,21 @@ class Checkpointer {
   std::mutex mu_;
   std::condition_variable cv_;
   bool wanted_ = false, running_ = false, paused_ = false, stop_ = false;  // guarded by mu_
-  int next_at_ = kCheckpointEveryFrames;  // the writer thread's (OnCommit)
+  int next_at_ = EveryFrames();  // the writer thread's (OnCommit)
   int last_frames_ = 0;
   int copied_ = 0;  // the log's frames copied and synced as of the last pass (Loop's)
   std::chrono::milliseconds retry_ = kCheckpointRetry;  // Loop's
 };
+
+// Test seams for the power-loss harness (tests/crash/, store/crash_vfs.h), which simulates
+// the disk: it must see the log's syncs, which bypass SQLite's VFS (WriteAheadLog syncs a
+// descriptor of its own), and it checkpoints and starts the log over every few commits
+// rather than every 32 MiB. Set before any store is opened; nothing else sets them.
+struct WalTestSeams {
+  int (*sync_log)(int fd) = nullptr;  // called instead of fdatasync(2) when set
+  int checkpoint_every_frames = 0;    // Checkpointer's thresholds, when > 0
+  int writer_checkpoint_frames = 0;
+};
+void SetWalTestSeams(const WalTestSeams& seams);
 
 }  // namespace cortex
