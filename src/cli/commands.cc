@@ -25,6 +25,7 @@
 #include "store/actions.h"
 #include "store/decisions.h"
 #include "store/entities.h"
+#include "store/episodes.h"
 #include "store/quotas.h"
 #include "store/rules.h"
 #include "store/store.h"
@@ -110,6 +111,19 @@ int CmdTokenRevoke(const std::string& data, const std::string& workspace,
   Status st = RevokeToken(**store, ProcessClock(), workspace, token_id);
   if (!st.ok()) return Fail(st);
   std::cout << "revoked " << token_id << "\n";
+  return 0;
+}
+
+int CmdTokenCheck(const std::string& data, const std::string& workspace,
+                  const std::string& secret) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto auth = Authenticate(**store, secret);
+  if (!auth.ok() || auth->workspace_name != workspace) {
+    std::cerr << "refused: not a valid token of workspace " << workspace << "\n";
+    return 1;
+  }
+  std::cout << "ok: " << auth->token_id << " (" << FormatScopes(auth->scopes) << ")\n";
   return 0;
 }
 
@@ -341,19 +355,45 @@ int CmdMigrate(const std::string& data) {
   return 0;
 }
 
-int CmdDemo(const std::string& data) {
+int CmdDemo(const std::string& data, const std::string& today) {
+  TimePoint now = ProcessClock().Now();
+  if (!today.empty()) {
+    auto t = ParseTime(today + "T12:00:00Z");
+    if (!t.ok()) return Fail(Status::InvalidArgument("--today: expected YYYY-MM-DD, got " + today));
+    now = *t;
+  }
   auto store = Open(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = EnsureWorkspace(**store, ProcessClock(), "demo");
   if (!ws.ok()) return Fail(ws.status());
+  // Placed in the present (demo_world.h), once: a demo loaded before keeps its days, found
+  // from where its first episode lies, so that loading it again adds nothing.
+  int shift = DemoShiftDays(now);
+  DemoAnchor anchor = DemoFirstEpisode();
+  Status st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto stored = tx.episodes().FindByExternalId(ws->id, anchor.external_id);
+    if (!stored.ok() && stored.status().code() == Code::kNotFound) return Status::Ok();
+    if (!stored.ok()) return stored.status();
+    shift = static_cast<int>(
+        std::chrono::floor<std::chrono::days>(stored->occurred_at - anchor.occurred_at).count());
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
+  auto world = ShiftDemoJsonl(DemoWorldJsonl(), shift);
+  if (!world.ok()) return Fail(world.status());
+  auto this_week = ShiftDemoJsonl(DemoWeekJsonl(), shift);
+  if (!this_week.ok()) return Fail(this_week.status());
   // History first, then the rules learned from it, then the current week, which is triaged
   // under those rules. Each step is idempotent.
-  auto history = IngestJsonl(**store, ProcessClock(), ws->id, DemoWorldJsonl());
+  auto history = IngestJsonl(**store, ProcessClock(), ws->id, *world);
   if (!history.ok()) return Fail(history.status());
   auto rules = ImportRules(**store, ProcessClock(), ws->id, DemoRulesYaml());
   if (!rules.ok()) return Fail(rules.status());
-  auto week = IngestJsonl(**store, ProcessClock(), ws->id, DemoWeekJsonl());
+  auto week = IngestJsonl(**store, ProcessClock(), ws->id, *this_week);
   if (!week.ok()) return Fail(week.status());
+  std::cout << "workspace demo: placed " << (shift >= 0 ? "+" : "") << shift
+            << " days from its files' dates (its history starts "
+            << FormatTime(anchor.occurred_at + std::chrono::days(shift)).substr(0, 10) << ")\n";
   std::cout << "workspace demo: history: ";
   PrintReport(*history);
   std::cout << "workspace demo: ";

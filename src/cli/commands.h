@@ -10,6 +10,8 @@ namespace cortex {
 int CmdTokenCreate(const std::string& data, const std::string& workspace, const std::string& scopes,
                    const std::string& label);
 int CmdTokenList(const std::string& data, const std::string& workspace);
+// Exit 0 if `secret` (CORTEX_TOKEN) authenticates for `workspace`, 1 if not; prints no secret.
+int CmdTokenCheck(const std::string& data, const std::string& workspace, const std::string& secret);
 int CmdTokenRevoke(const std::string& data, const std::string& workspace,
                    const std::string& token_id);
 int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file);
@@ -25,7 +27,8 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
 int CmdQuotaList(const std::string& data, const std::string& workspace, const std::string& config);
 int CmdLedgerVerify(const std::string& data, const std::string& workspace);
 int CmdMigrate(const std::string& data);
-int CmdDemo(const std::string& data);
+// `today` (YYYY-MM-DD, empty: the clock's) is the day the demo is placed against.
+int CmdDemo(const std::string& data, const std::string& today);
 // inbox link|list|approve|reject: the person's own channel, in a terminal.
 int CmdInboxLink(const std::string& data, const std::string& workspace,
                  const std::string& base_url);

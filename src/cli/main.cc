@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     rc = RunStdio(data_dir, mcp_config, token, RegisterCortexTools);
   });
 
-  // token create|list|revoke
+  // token create|list|revoke|check
   auto* token_cmd = app.add_subcommand("token", "Manage bearer tokens");
   token_cmd->require_subcommand(1);
   std::string workspace, scopes = "read", label, token_id, file;
@@ -112,6 +112,14 @@ int main(int argc, char** argv) {
   revoke->add_option("--workspace", workspace, "Workspace")->required();
   revoke->add_option("token_id", token_id, "The token's id (tok_...)")->required();
   revoke->callback([&] { rc = CmdTokenRevoke(data_dir, workspace, token_id); });
+  auto* check = token_cmd->add_subcommand(
+      "check", "Exit 0 if the token in CORTEX_TOKEN is valid for the workspace, 1 if not");
+  add_data(check);
+  check->add_option("--workspace", workspace, "Workspace")->required();
+  check->callback([&] {
+    const char* secret = std::getenv("CORTEX_TOKEN");
+    rc = CmdTokenCheck(data_dir, workspace, secret == nullptr ? "" : secret);
+  });
 
   // ingest
   auto* ingest = app.add_subcommand("ingest", "Ingest a JSONL file of entities and episodes");
@@ -232,7 +240,12 @@ int main(int argc, char** argv) {
   // demo
   auto* demo = app.add_subcommand("demo", "Create (idempotently) the 'demo' workspace");
   add_data(demo);
-  demo->callback([&] { rc = CmdDemo(data_dir); });
+  std::string demo_today;
+  demo->add_option("--today", demo_today,
+                   "Place the demo as if today were this day (YYYY-MM-DD): its last week ends "
+                   "on the latest day with that weekday on or before it. Default: today. A "
+                   "demo already loaded keeps its days.");
+  demo->callback([&] { rc = CmdDemo(data_dir, demo_today); });
 
   app.parse_complete_callback([&] { InitLogging(log_level); });
   try {

@@ -153,6 +153,7 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   d.id = NewId("dec_", clock_);
   d.workspace_id = ws_id_;
   d.decision_class = DecisionClass::kTriage;
+  d.triage_class = triage_class;
   d.status = DecisionStatus::kRecorded;
   d.occurred_at = clock_.Now();
   d.entity_id = ep.entity_id;

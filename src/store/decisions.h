@@ -23,13 +23,24 @@ class DecisionsReader {
   Result<std::vector<TriageLink>> RecentTriage(const std::string& ws, const std::string& entity_id,
                                                const std::string& min_id, int limit);
 
+  // One range of an index, newest first: the decisions of a class (any, if none), and of
+  // one triage class if set. decisions_by_class is (workspace_id, class, triage_class, id),
+  // with triage_class '' for every class but triage (migration 18).
+  struct Range {
+    std::optional<DecisionClass> cls;
+    std::optional<TriageClass> triage_class;
+  };
+
  protected:
   TxState& s_;
 
  private:
-  // Appends the newest `limit` decisions that pass `f`, of class `cls` if it is set.
-  Status Append(const std::string& ws, const DecisionFilter& f,
-                const std::optional<DecisionClass>& cls, int limit, std::vector<Decision>& out);
+  // Appends the newest `limit` decisions of range `r` that pass `f`.
+  Status Append(const std::string& ws, const DecisionFilter& f, const Range& r, int limit,
+                std::vector<Decision>& out);
+  // The same, their ids only (read from the index alone where it can).
+  Status AppendIds(const std::string& ws, const DecisionFilter& f, const Range& r, int limit,
+                   std::vector<std::string>& out);
 };
 
 class DecisionsWriter : public DecisionsReader {

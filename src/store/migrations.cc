@@ -392,6 +392,24 @@ CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
 ALTER TABLE mcp_sessions ADD COLUMN client_elicits INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE elicitations ADD COLUMN result TEXT;
 )sql"},
+      {18, "a triage decision's class in a column of its own, in decisions_by_class", R"sql(
+-- decision.list shows each triage decision's class and filters by it ("what was held for a
+-- break": triage_class surface_at_transition). It was inside details (JSON text) only. The
+-- index keeps its place and its count (five B-trees a decision, migration 10): the class
+-- is added to decisions_by_class, '' for every class but triage, so one class's decisions
+-- are still one range in id order, and so are one triage class's. The class is copied from
+-- details by matching its text (DumpJson's spelling), which both databases can do.
+ALTER TABLE decisions ADD COLUMN triage_class TEXT NOT NULL DEFAULT '';
+UPDATE decisions SET triage_class = CASE
+    WHEN details LIKE '%"triage_class":"interrupt_now"%' THEN 'interrupt_now'
+    WHEN details LIKE '%"triage_class":"surface_at_transition"%' THEN 'surface_at_transition'
+    WHEN details LIKE '%"triage_class":"daily_digest"%' THEN 'daily_digest'
+    WHEN details LIKE '%"triage_class":"handle_silently"%' THEN 'handle_silently'
+    ELSE '' END
+  WHERE class = 'triage';
+DROP INDEX decisions_by_class;
+CREATE INDEX decisions_by_class ON decisions(workspace_id, class, triage_class, id);
+)sql"},
   };
   return kMigrations;
 }

@@ -173,11 +173,15 @@ struct Decision {
   std::optional<std::string> notification_id;
   std::optional<std::string> triage_decision_id;
   std::optional<std::string> ledger_entry_id;
+  // A triage decision's class (also in details, as "triage_class"); none for other
+  // classes. A column of its own, in decisions_by_class (migration 18).
+  std::optional<TriageClass> triage_class;
 };
 
 struct DecisionFilter {
   std::optional<DecisionClass> decision_class;
   std::optional<DecisionStatus> status;
+  std::optional<TriageClass> triage_class;  // triage decisions of this class only
   std::optional<std::string> entity_id;
   std::optional<std::string> min_id;  // inclusive: decisions made at or after a time
   std::optional<std::string> max_id;  // exclusive: decisions made before a time, or a cursor

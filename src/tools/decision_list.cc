@@ -29,9 +29,10 @@ std::string FilterHash(const json& args) {
 }  // namespace
 
 ToolDef DecisionListTool() {
-  json classes = json::array(), statuses = json::array();
+  json classes = json::array(), statuses = json::array(), triage_classes = json::array();
   for (DecisionClass c : AllOf<DecisionClass>()) classes.push_back(Name(c));
   for (DecisionStatus s : AllOf<DecisionStatus>()) statuses.push_back(Name(s));
+  for (TriageClass t : AllOf<TriageClass>()) triage_classes.push_back(Name(t));
   json item = {{"type", "object"},
                {"required",
                 {"decision_id", "decision_class", "status", "payload_summary", "confidence",
@@ -45,6 +46,7 @@ ToolDef DecisionListTool() {
                  {"confidence", {{"type", "string"}}},
                  {"counterparty_id", {{"type", "string"}}},
                  {"notification_id", {{"type", "string"}}},
+                 {"triage_class", {{"type", "string"}}},
                  {"occurred_at", {{"type", "string"}}},
                  {"agent_version", {{"type", "string"}}},
                  {"world_version", {{"type", "string"}}}}}};
@@ -55,13 +57,21 @@ ToolDef DecisionListTool() {
           "Lists the workspace's decisions newest first. Filter by decision_class (triage, "
           "action_proposed, rule_fired, trust_transition, digest: the daily digests sent), "
           "status (action_proposed + pending: the approval inbox; digest + delivered: the "
-          "digests that went out), counterparty (entity id, email or @handle) and time "
-          "(since/until, RFC 3339). Pages with next_cursor.",
+          "digests that went out), triage_class (triage decisions only: interrupt_now, "
+          "surface_at_transition = held for the next focus-block break, daily_digest, "
+          "handle_silently), counterparty (entity id, email or @handle) and time "
+          "(since/until, RFC 3339). Triage rows carry their triage_class. Pages with "
+          "next_cursor.",
       .input_schema = {{"type", "object"},
                        {"additionalProperties", false},
                        {"properties",
                         {{"decision_class", {{"enum", classes}}},
                          {"status", {{"enum", statuses}}},
+                         {"triage_class",
+                          {{"enum", triage_classes},
+                           {"description",
+                            "Only triage decisions of this class (surface_at_transition: held "
+                            "for the next focus-block break)."}}},
                          {"counterparty",
                           {{"type", "string"},
                            {"minLength", 1},
@@ -93,6 +103,14 @@ ToolDef DecisionListTool() {
         }
         if (args.contains("status")) {
           filter.status = Parse<DecisionStatus>(args["status"].get<std::string>());
+        }
+        if (args.contains("triage_class")) {
+          if (filter.decision_class && *filter.decision_class != DecisionClass::kTriage) {
+            return ToolReply::Error("invalid_arguments",
+                                    "field 'triage_class': only triage decisions have one "
+                                    "(decision_class must be triage or left out)");
+          }
+          filter.triage_class = Parse<TriageClass>(args["triage_class"].get<std::string>());
         }
         std::optional<TimePoint> since, until;
         for (const char* field : {"since", "until"}) {
@@ -152,6 +170,7 @@ ToolDef DecisionListTool() {
             if (d.rule_summary) item["rule_summary"] = *d.rule_summary;
             if (d.entity_id) item["counterparty_id"] = *d.entity_id;
             if (d.notification_id) item["notification_id"] = *d.notification_id;
+            if (d.triage_class) item["triage_class"] = Name(*d.triage_class);
             items.push_back(std::move(item));
           }
           body = {{"decisions", items}};

@@ -1,6 +1,7 @@
 // The read tools on the demo workspace, called through the registry as a client would.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "cli/commands.h"
@@ -248,6 +249,109 @@ TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
             ids(Call("decision.list", {{"decision_class", "triage"}, {"limit", 100}})));
 }
 
+// decision.list rows carry a triage decision's class, and the list filters by it: "what was
+// held for a break" is one call. Each triage class is one range of decisions_by_class
+// (migration 18); a class-wide list merges them, the same rows as before.
+TEST_F(ReadToolsTest, DecisionListCarriesAndFiltersByTriageClass) {
+  auto ids = [](const json& page) {
+    std::vector<std::string> out;
+    for (const auto& d : page["decisions"]) out.push_back(d["decision_id"]);
+    return out;
+  };
+  json triage = Call("decision.list", {{"decision_class", "triage"}, {"limit", 100}});
+  ASSERT_GT(triage["decisions"].size(), 30u);
+  std::map<std::string, std::vector<std::string>> by_class;
+  for (const auto& d : triage["decisions"]) {
+    ASSERT_TRUE(d.contains("triage_class")) << d.dump();
+    // The same class as the decision's notification.
+    json why = Call("meta.why_this_notification", {{"notification_id", d["notification_id"]}});
+    EXPECT_EQ(d["triage_class"], why["triage_class"]) << d.dump();
+    by_class[d["triage_class"]].push_back(d["decision_id"]);
+  }
+  EXPECT_GE(by_class.size(), 3u);
+  std::vector<std::string> all = ids(triage);
+  EXPECT_TRUE(std::is_sorted(all.rbegin(), all.rend()));
+  for (const auto& [cls, expected] : by_class) {
+    json held = Call("decision.list", {{"triage_class", cls}, {"limit", 100}});
+    EXPECT_EQ(ids(held), expected) << cls;
+    for (const auto& d : held["decisions"]) EXPECT_EQ(d["decision_class"], "triage");
+    // With the class named too, and page by page.
+    std::vector<std::string> paged;
+    json args = {{"decision_class", "triage"}, {"triage_class", cls}, {"limit", 2}};
+    for (int guard = 0; guard < 100; ++guard) {
+      json page = Call("decision.list", args);
+      std::vector<std::string> got = ids(page);
+      paged.insert(paged.end(), got.begin(), got.end());
+      if (!page.contains("next_cursor")) break;
+      args["cursor"] = page["next_cursor"];
+    }
+    EXPECT_EQ(paged, expected) << cls;
+  }
+  // Sarah's 10:15 email, held for the 11:00 break, is among those held.
+  std::string sarah_ntf = NotificationFor("demo-0113");
+  json held = Call("decision.list", {{"triage_class", "surface_at_transition"}, {"limit", 100}});
+  bool found = false;
+  for (const auto& d : held["decisions"]) found |= d["notification_id"] == sarah_ntf;
+  EXPECT_TRUE(found) << held.dump();
+  // Of a counterparty: its triage decisions of that class only.
+  const std::string sarah = "sarah.chen@northwind.example";
+  json hers = Call("decision.list", {{"counterparty", sarah}, {"limit", 100}});
+  std::vector<std::string> hers_held;
+  for (const auto& d : hers["decisions"]) {
+    if (d.value("triage_class", "") == "surface_at_transition")
+      hers_held.push_back(d["decision_id"]);
+  }
+  ASSERT_FALSE(hers_held.empty());
+  EXPECT_EQ(ids(Call("decision.list", {{"counterparty", sarah},
+                                       {"triage_class", "surface_at_transition"},
+                                       {"limit", 100}})),
+            hers_held);
+  // The whole workspace's list is unchanged: newest first across every range.
+  json everything = Call("decision.list", {{"limit", 100}});
+  std::vector<std::string> every = ids(everything);
+  EXPECT_TRUE(std::is_sorted(every.rbegin(), every.rend()));
+  EXPECT_EQ(ids(Call("decision.list", {{"status", "recorded"}, {"limit", 100}})), every);
+  // A triage class with another class, or a status triage never has, is nothing / an error.
+  json other = Call("decision.list",
+                    {{"decision_class", "action_proposed"}, {"triage_class", "interrupt_now"}},
+                    /*expect_error=*/true);
+  EXPECT_EQ(other["error"], "invalid_arguments");
+  EXPECT_TRUE(
+      Call("decision.list", {{"triage_class", "interrupt_now"}, {"status", "pending"}})["decisions"]
+          .empty());
+  json bad = Call("decision.list", {{"triage_class", "later"}}, /*expect_error=*/true);
+  EXPECT_EQ(bad["error"], "invalid_arguments");
+}
+
+// A store made before migration 18 gets each triage decision's class copied from its
+// details when it is opened.
+TEST_F(ReadToolsTest, TriageClassesOfAnEarlierStoreAreFilledIn) {
+  json before = Call("decision.list", {{"decision_class", "triage"}, {"limit", 100}});
+  store_.ExecRaw(
+      "DROP INDEX decisions_by_class;"
+      "ALTER TABLE decisions DROP COLUMN triage_class;"
+      "CREATE INDEX decisions_by_class ON decisions(workspace_id, class, id);"
+      "DELETE FROM schema_migrations WHERE number = 18;");
+  store_.Reopen();
+  json after = Call("decision.list", {{"decision_class", "triage"}, {"limit", 100}});
+  EXPECT_EQ(after, before);
+  json held = Call("decision.list", {{"triage_class", "surface_at_transition"}, {"limit", 100}});
+  EXPECT_FALSE(held["decisions"].empty());
+  // Other classes have none.
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) -> Status {
+                    DecisionFilter f;
+                    auto rows = tx.decisions().List(ws_.id, f, 100);
+                    if (!rows.ok()) return rows.status();
+                    for (const Decision& d : *rows) {
+                      EXPECT_EQ(d.triage_class.has_value(),
+                                d.decision_class == DecisionClass::kTriage);
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+}
+
 TEST_F(ReadToolsTest, NotificationListShowsDueTransitionAndDigest) {
   // As of Tue 24 Nov 10:20: Sarah's 10:15 message waits for 11:00; the first-contact and
   // after-hours ones wait for the 17:00 digest on their day.
@@ -360,8 +464,8 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   std::string why = plan("SELECT * FROM notifications WHERE id = 'ntf_x' AND workspace_id = 'ws'");
   EXPECT_NE(why.find("(id=?)"), std::string::npos) << why;
   std::string list = plan(
-      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' ORDER BY id DESC "
-      "LIMIT 20");
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'action_proposed' AND "
+      "triage_class = '' ORDER BY id DESC LIMIT 20");
   EXPECT_NE(list.find("USING INDEX decisions_by_class"), std::string::npos) << list;
   EXPECT_EQ(list.find("TEMP B-TREE"), std::string::npos) << list;  // no sort step
   // A range of one index, in the order asked, with no sort step.
@@ -370,6 +474,33 @@ TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
     EXPECT_NE(p.find(index_use), std::string::npos) << p;
     EXPECT_EQ(p.find("TEMP B-TREE"), std::string::npos) << p;
   };
+  // One triage class's decisions (what was held for a break), newest first; from the
+  // index alone when only ids are read (a list that merges ranges).
+  expect_range(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' AND "
+      "triage_class = 'surface_at_transition' ORDER BY id DESC LIMIT 21",
+      "USING INDEX decisions_by_class (workspace_id=? AND class=? AND triage_class=?)");
+  expect_range(
+      "SELECT id FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' AND "
+      "triage_class = 'daily_digest' AND id < 'dec_9' ORDER BY id DESC LIMIT 21",
+      "USING COVERING INDEX decisions_by_class (workspace_id=? AND class=? AND triage_class=? "
+      "AND id<?)");
+  // Another class: its one range ('' for every class but triage).
+  expect_range(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'rule_fired' AND "
+      "triage_class = '' ORDER BY id DESC LIMIT 21",
+      "USING INDEX decisions_by_class (workspace_id=? AND class=? AND triage_class=?)");
+  // A counterparty's held decisions: its range, not the workspace's.
+  expect_range(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' AND "
+      "entity_id = 'e' AND triage_class || '' = 'surface_at_transition' ORDER BY id DESC "
+      "LIMIT 21",
+      "USING INDEX decisions_by_entity_class (workspace_id=? AND entity_id=? AND class=?)");
+  // The approval inbox: pending proposals, from decisions_by_status.
+  expect_range(
+      "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'action_proposed' AND "
+      "status = 'pending' ORDER BY id DESC LIMIT 21",
+      "USING INDEX decisions_by_status (workspace_id=? AND status=?)");
   // A counterparty's latest decisions of one class (action.communicate's triage link).
   expect_range(
       "SELECT * FROM decisions WHERE workspace_id = 'ws' AND class = 'triage' AND "

@@ -23,7 +23,7 @@ export CORTEX_BIN
 
 export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 if [[ ! -x "$CHROMIUM" ]]; then
-    echo "run.sh: no Chromium at $CHROMIUM (Debian: apt-get install chromium; scripts/setup does)" >&2
+    echo "run.sh: no Chromium at $CHROMIUM (Debian: apt-get install chromium; scripts/setup --test does)" >&2
     exit 2
 fi
 

@@ -230,7 +230,9 @@ class TwoWorkspaces(unittest.TestCase, RpcAsserts):
         # Same external_ids as A's episodes, yet none is a duplicate (A does not exist yet,
         # and later A's demo must not dedupe against B either).
         assert re.search(r"^ingested 4 episodes, .* \b0 duplicates skipped", out), out
-        out = cli(data, "demo", "--data", data).stdout
+        # Placed on the files' own dates (their week ends Fri 27 Nov 2026): the as_of
+        # moments below are in that week.
+        out = cli(data, "demo", "--data", data, "--today", "2026-11-27").stdout
         # B's copies of demo-0001... are not A's: both demo batches skip nothing.
         assert len(re.findall(r"\b0 duplicates skipped", out)) == 2, out
         # *_rw: an agent's token (drafts); *_person: a person's (approves and rejects).
