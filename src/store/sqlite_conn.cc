@@ -40,6 +40,14 @@ Status CreatePrivateDataFiles(const std::string& dir, const std::string& db) {
     // makes it exactly 0700. Only a directory made here is changed.
     if (::mkdir(d.c_str(), kPrivateDir) == 0) {
       if (::chmod(d.c_str(), kPrivateDir) != 0) return CannotCreate("data directory", d, errno);
+      // The new directory's own entry is durable only once its parent is synced (the store
+      // syncs the directory itself later, which covers the files in it, not this entry).
+      std::string p = parent.empty() ? "." : parent.string();
+      int pfd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      int rc = pfd < 0 ? -1 : ::fsync(pfd);
+      int err = errno;
+      if (pfd >= 0) ::close(pfd);
+      if (rc != 0) return CannotCreate("data directory (syncing its parent)", d, err);
     } else if (errno != EEXIST) {
       return CannotCreate("data directory", d, errno);
     }
