@@ -812,7 +812,8 @@ def settle(data, receiver, timeout):
             try:
                 ws = workspace_id(db)
                 outbox = db.execute("SELECT count(*) FROM outbox WHERE workspace_id = ? AND "
-                                    "status = 'pending'", (ws,)).fetchone()[0]
+                                    "kind = 'message' AND status = 'pending'",
+                                    (ws,)).fetchone()[0]
                 supervised = db.execute("SELECT count(*) FROM actions WHERE workspace_id = ? "
                                         "AND status = 'pending' AND level = 2",
                                         (ws,)).fetchone()[0]
@@ -1013,8 +1014,9 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
 
     if opts.verbose:
         db = open_db(data)
-        leased = db.execute("SELECT count(*) FROM outbox WHERE status = 'pending' AND "
-                            "lease_until > ?", (int(time.time() * 1000),)).fetchone()[0]
+        leased = db.execute("SELECT count(*) FROM outbox WHERE kind = 'message' AND "
+                            "status = 'pending' AND lease_until > ?",
+                            (int(time.time() * 1000),)).fetchone()[0]
         db.close()
         print(f"kill9: load done at +{load_s:.1f}s; {leased} outbox rows still leased by a "
               f"killed incarnation (they wait out the 3 s lease); counts "
@@ -1125,7 +1127,8 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
         "SELECT id, decision_id, status, level, draft FROM actions WHERE workspace_id = ?",
         (ws,))}
     outbox = {r["action_id"]: dict(r) for r in db.execute(
-        "SELECT action_id, status, attempts, body FROM outbox WHERE workspace_id = ?", (ws,))}
+        "SELECT id AS action_id, status, attempts, body FROM outbox WHERE workspace_id = ?"
+        " AND kind = 'message'", (ws,))}
     ledger = {}
     by_person = {}  # action id -> [(event, detail.by)] of its approved / rejected entries
     for r in db.execute("SELECT action_id, decision_id, event, detail FROM ledger WHERE "
