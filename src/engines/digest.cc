@@ -128,7 +128,7 @@ Result<bool> Compose(WriteTx& tx, const Clock& clock, const DueDigest& due) {
         "\nWaiting for your approval (approve or reject in the inbox, or with `cortex inbox`):\n" +
         approval_lines;
   }
-  std::string to = due.settings.digest_to.empty() ? "me" : due.settings.digest_to;
+  const std::string& to = due.settings.digest_to;
 
   Decision d;
   d.id = id;
@@ -174,6 +174,7 @@ Result<int> ComposeDueDigests(Store& store, const Clock& clock, TimePoint now) {
     for (Workspace& w : *workspaces) {
       auto settings = tx.workspaces().Settings(w.id);
       if (!settings.ok()) return settings.status();
+      if (settings->digest_to.empty()) continue;  // no digest asked for
       // The latest digest time at or before `now`.
       TimePoint at = NextDigest(now, *settings) - std::chrono::hours(24);
       if (now - at > kDigestCatchUp) continue;

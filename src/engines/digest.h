@@ -1,7 +1,7 @@
 // The daily digest: once a day, at the workspace's digest_time (its settings,
 // docs/rules.md), the messages that waited for the digest, each with why, and the drafts
-// still waiting for the person's approval, sent to the person (settings.digest_to) through
-// the delivery connector. Each is a `digest` decision (pending, then delivered or failed,
+// still waiting for the person's approval, sent to the person (settings.digest_to, which
+// also turns it on) through the delivery connector. Each is a `digest` decision (pending, then delivered or failed,
 // as decision.list shows) and an outbox row of kind `digest` written in one transaction;
 // the store's `digests` table admits one per workspace and local day, which is what makes
 // it go out once across restarts and instances (docs/inbox.md, "The daily digest").
@@ -24,8 +24,9 @@ inline constexpr std::chrono::hours kDigestLookBack{7 * 24};
 // At most this many messages are listed; the digest says how many more there were.
 inline constexpr int kMaxDigestItems = 100;
 
-// Composes and queues the digest of every workspace whose digest time passed at most
-// kDigestCatchUp before `now` and whose digest for that local day was not composed yet.
+// Composes and queues the digest of every workspace with a digest_to whose digest time
+// passed at most kDigestCatchUp before `now` and whose digest for that local day was not
+// composed yet.
 // A day with nothing to report sends nothing (and is settled). Returns how many digests were
 // composed.
 Result<int> ComposeDueDigests(Store& store, const Clock& clock, TimePoint now);

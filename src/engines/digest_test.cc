@@ -37,8 +37,12 @@ class Receiver : public Connector {
 
 class TellThePerson : public ::testing::Test {
  protected:
-  // Wednesday 10 June 2026, 16:00 UTC; the workspace's digest goes out at 17:00 UTC.
-  void SetUp() override { ws_ = *EnsureWorkspace(*store_, clock_, "alpha"); }
+  // Wednesday 10 June 2026, 16:00 UTC; the workspace's digest goes out at 17:00 UTC, to
+  // "me" (the webhook's receiver knows who that is).
+  void SetUp() override {
+    ws_ = *EnsureWorkspace(*store_, clock_, "alpha");
+    ASSERT_TRUE(ImportRules(*store_, clock_, ws_.id, "rules:\nsettings:\n  digest_to: me\n").ok());
+  }
 
   void Ingest(const std::string& jsonl) {
     auto r = IngestJsonl(*store_, clock_, ws_.id, jsonl);
@@ -139,6 +143,14 @@ TEST_F(TellThePerson, DigestListsTheDaysItemsWithWhyAndTheDraftsWaiting) {
   EXPECT_EQ(connector.got[0].body, text);
   EXPECT_EQ(Digests(DecisionStatus::kDelivered).size(), 1u);
   EXPECT_TRUE(Digests(DecisionStatus::kPending).empty());
+}
+
+TEST_F(TellThePerson, NoDigestIsSentWithoutADigestTo) {
+  ASSERT_TRUE(ImportRules(*store_, clock_, ws_.id, "rules:\n").ok());
+  Ingest(
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T10:00:00Z","counterparty":"dana@new.example","subject":"Partnership idea","summary":"Dana: partnership idea","external_id":"d1"})");
+  EXPECT_EQ(Compose("2026-06-10T17:01:00Z"), 0);
+  EXPECT_TRUE(Digests().empty());
 }
 
 TEST_F(TellThePerson, ADayWithNothingSendsNothingAndStaysSettled) {

@@ -143,7 +143,7 @@ struct WorkspaceSettings {
   int work_end_minute = 18 * 60;
   unsigned work_days = 0x1f;    // Monday-Friday
   int digest_minute = 17 * 60;  // when the daily digest goes out, local
-  std::string digest_to;        // where it goes (an email address for smtp); empty: "me"
+  std::string digest_to;        // where it goes (an email address for smtp); empty: none sent
 };
 
 nlohmann::json SettingsToJson(const WorkspaceSettings& s);
