@@ -880,11 +880,13 @@ Result<uint16_t> HttpServer::Bind() {
         "set [http] metrics_token to require a token",
         impl_->options.host);
   }
+  // Caught from here on, before the caller says it listens: a SIGTERM that follows at once
+  // waits in the set for Run() instead of killing the process with the store open.
+  impl_->signals.emplace(impl_->ioc, SIGINT, SIGTERM);
   return acceptor.local_endpoint().port();
 }
 
 void HttpServer::Run() {
-  impl_->signals.emplace(impl_->ioc, SIGINT, SIGTERM);
   impl_->signals->async_wait([this](beast::error_code ec, int) {
     if (!ec) impl_->BeginStop();
   });

@@ -30,7 +30,7 @@ class HttpServer {
   HttpServer(HttpRouter& router, Metrics& metrics, HttpServerOptions options);
   ~HttpServer();
 
-  // Binds and listens. Returns the bound port.
+  // Binds and listens, and catches SIGTERM and SIGINT from then on. Returns the bound port.
   Result<uint16_t> Bind();
 
   // Serves until SIGTERM or SIGINT (or Stop()), then stops accepting, lets in-flight
