@@ -59,6 +59,11 @@ inline constexpr size_t kMaxStdioLineBytes = 1 << 20;
 // Ingest.
 inline constexpr size_t kMaxIngestLines = 100000;  // episodes per batch
 inline constexpr size_t kMaxIngestLineBytes = 64 << 10;
+// A larger batch lands in steps (Store::WriteInSteps): on SQLite, other workspaces' writes
+// wait for one step, not for the batch (docs/ingest.md). A step ends after this many lines
+// or once it has run this long, whichever comes first.
+inline constexpr size_t kIngestLinesPerStep = 500;
+inline constexpr std::chrono::milliseconds kIngestStepBudget{10};
 inline constexpr size_t kMaxSummaryChars = 2000;
 inline constexpr size_t kMaxSubjectChars = 500;
 inline constexpr size_t kMaxBodyChars = 20000;

@@ -50,6 +50,10 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
   }));
   int delivered = 0;
   for (OutboxItem& item : due) {
+    // Not while a large ingest batch of the workspace is landing in steps: an event it
+    // queued would go out before the batch is whole (and it may yet be undone).
+    auto pass = store_.TryEnterWorkspace(item.workspace_id);
+    if (!pass) continue;
     bool leased = false;
     Status lease = store_.Write([&](WriteTx& tx) {
       auto l = tx.outbox().Lease(item, now, now + std::chrono::seconds(config_.lease_seconds));

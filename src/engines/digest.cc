@@ -187,6 +187,9 @@ Result<int> ComposeDueDigests(Store& store, const Clock& clock, TimePoint now) {
   }));
   int composed = 0;
   for (const DueDigest& d : due) {
+    // A large ingest batch landing in steps is waited for (once a day, at most its
+    // seconds): the digest holds all of it or none.
+    auto pass = store.EnterWorkspace(d.workspace.id);
     bool done = false;
     CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) -> Status {
       auto c = Compose(tx, clock, d);

@@ -1,5 +1,6 @@
 #include "engines/ingest.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
@@ -174,35 +175,55 @@ Result<Line> ParseLine(size_t n, std::string_view text) {
   return Line{n, std::move(ep)};
 }
 
-// Applies one validated batch inside a write transaction.
+// What a batch carries from one step to the next (a batch of one step has one).
+struct BatchState {
+  std::string world_version;  // the version the batch stamps on its episodes
+  std::string previous;       // the workspace's, before the batch
+  bool changed = false;
+};
+
+// Applies validated lines inside a write transaction: all of a batch, or one step's share.
 class BatchWriter {
  public:
-  BatchWriter(WriteTx& tx, const Clock& clock, const std::string& ws, IngestReport& report)
-      : tx_(tx), clock_(clock), ws_(ws), report_(report), triager_(tx, clock, ws) {}
+  BatchWriter(WriteTx& tx, const Clock& clock, const std::string& ws, BatchState& state,
+              IngestReport& report)
+      : tx_(tx), clock_(clock), ws_(ws), state_(state), report_(report), triager_(tx, clock, ws) {}
 
-  Status Apply(const std::vector<Line>& lines) {
+  // First: episodes are stamped with the version this batch creates; it is only published
+  // on the workspace if the batch changes something.
+  Status Start() {
     auto workspace = tx_.workspaces().Get(ws_);
     if (!workspace.ok()) return workspace.status();
-    // Episodes are stamped with the version this batch creates; it is only published on
-    // the workspace if the batch changes something.
-    std::string wv = NewIdAfter("wv_", clock_, workspace->world_version);
-    for (const Line& line : lines) {
-      Status st = std::holds_alternative<EntityLine>(line.item)
-                      ? ApplyEntity(std::get<EntityLine>(line.item))
-                      : ApplyEpisode(std::get<EpisodeLine>(line.item), wv);
+    state_ = BatchState{NewIdAfter("wv_", clock_, workspace->world_version),
+                        workspace->world_version, false};
+    return Status::Ok();
+  }
+
+  Status Apply(const Line* first, const Line* last) {
+    for (const Line* line = first; line != last; ++line) {
+      Status st = std::holds_alternative<EntityLine>(line->item)
+                      ? ApplyEntity(std::get<EntityLine>(line->item))
+                      : ApplyEpisode(std::get<EpisodeLine>(line->item));
       // A line's own mistake names the line; a failure of the store (or of storing held
       // decisions, which no one line caused) keeps its code.
       if (!st.ok()) {
-        return st.code() == Code::kInvalidArgument ? LineError(line.number, st.message()) : st;
+        return st.code() == Code::kInvalidArgument ? LineError(line->number, st.message()) : st;
       }
     }
+    return Status::Ok();
+  }
+
+  // Before the transaction commits: the triage outcomes held back are stored, and at the
+  // end of the batch (`whole`) its version is published if anything changed.
+  Status Finish(bool whole) {
     CORTEX_RETURN_IF_ERROR(triager_.Finish());
-    if (changed_) {
-      CORTEX_RETURN_IF_ERROR(tx_.workspaces().SetWorldVersion(ws_, wv));
-      report_.world_version = wv;
-    } else {
-      report_.world_version = workspace->world_version;
+    if (!whole) return Status::Ok();
+    if (!state_.changed) {
+      report_.world_version = state_.previous;
+      return Status::Ok();
     }
+    CORTEX_RETURN_IF_ERROR(tx_.workspaces().SetWorldVersion(ws_, state_.world_version));
+    report_.world_version = state_.world_version;
     return Status::Ok();
   }
 
@@ -227,7 +248,7 @@ class BatchWriter {
                line.identifiers,         line.tags, clock_.Now()};
       CORTEX_RETURN_IF_ERROR(tx_.entities().Insert(e));
       ++report_.entities_added;
-      changed_ = true;
+      state_.changed = true;
       return Status::Ok();
     }
     // Merge: the line's name wins; identifiers and tags are added, never removed.
@@ -251,12 +272,13 @@ class BatchWriter {
     }
     if (updated) {
       ++report_.entities_updated;
-      changed_ = true;
+      state_.changed = true;
     }
     return Status::Ok();
   }
 
-  Status ApplyEpisode(const EpisodeLine& line, const std::string& wv) {
+  Status ApplyEpisode(const EpisodeLine& line) {
+    const std::string& wv = state_.world_version;
     Episode e = line.episode;
     if (e.external_id) {
       auto dup = tx_.episodes().ExternalIdExists(ws_, *e.external_id);
@@ -301,19 +323,19 @@ class BatchWriter {
       CORTEX_RETURN_IF_ERROR(tx_.episodes().Insert(e));
     }
     ++report_.episodes_added;
-    changed_ = true;
+    state_.changed = true;
     return Status::Ok();
   }
 
   WriteTx& tx_;
   const Clock& clock_;
   const std::string& ws_;
+  BatchState& state_;
   IngestReport& report_;
   Triager triager_;
   // Counterparties resolved in this batch, by the reference its lines use (identifier or
   // entity id): a batch usually names the same few people many times.
   std::unordered_map<std::string, Entity> known_;
-  bool changed_ = false;
 };
 
 }  // namespace
@@ -346,10 +368,40 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   if (lines.empty()) return Status::InvalidArgument("the batch is empty");
 
   IngestReport report;
-  Status st = store.Write([&](WriteTx& tx) {
-    report = IngestReport{};
-    return BatchWriter(tx, clock, ws_id, report).Apply(lines);
-  });
+  BatchState state;
+  const Line* all = lines.data();
+  const size_t n = lines.size();
+  Status st;
+  if (n <= limits::kIngestLinesPerStep) {
+    auto pass = store.EnterWorkspace(ws_id);
+    st = store.Write([&](WriteTx& tx) {
+      report = IngestReport{};
+      BatchWriter writer(tx, clock, ws_id, state, report);
+      CORTEX_RETURN_IF_ERROR(writer.Start());
+      CORTEX_RETURN_IF_ERROR(writer.Apply(all, all + n));
+      return writer.Finish(/*whole=*/true);
+    });
+  } else {
+    size_t next = 0;  // the first line of the next step
+    st = store.WriteInSteps(ws_id, [&](WriteTx& tx, int step) -> Result<bool> {
+      BatchWriter writer(tx, clock, ws_id, state, report);
+      if (step == 0) {
+        report = IngestReport{};
+        next = 0;
+        CORTEX_RETURN_IF_ERROR(writer.Start());
+      }
+      // A step's lines are the writer's time taken from others: bounded in count and time.
+      const auto deadline = std::chrono::steady_clock::now() + limits::kIngestStepBudget;
+      const size_t first = next;
+      do {
+        CORTEX_RETURN_IF_ERROR(writer.Apply(all + next, all + next + 1));
+        ++next;
+      } while (next < n && next - first < limits::kIngestLinesPerStep &&
+               std::chrono::steady_clock::now() < deadline);
+      CORTEX_RETURN_IF_ERROR(writer.Finish(/*whole=*/next == n));
+      return next == n;
+    });
+  }
   if (!st.ok()) return st;
   report.lines = lines.size();
   return report;

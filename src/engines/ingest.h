@@ -1,6 +1,7 @@
 // Ingest: JSONL batches of entities and episodes into one workspace's world model.
 // The format is documented in docs/ingest.md. A batch is all or nothing: every line is
-// validated first, then the whole batch is written in one transaction.
+// validated first, then the whole batch is written: in one transaction, or a large one in
+// steps that other workspaces' writes go between (Store::WriteInSteps), undone if one fails.
 #pragma once
 
 #include <string>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/limits.h"
 #include "core/time.h"
 #include "engines/demo_world.h"
 #include "engines/tokens.h"
@@ -150,6 +151,50 @@ TEST_F(IngestTest, ABatchBiggerThanTheHeldDecisionsTriagesEveryLineOrNone) {
                     return Status::Ok();
                   })
                   .ok());
+}
+
+// A batch larger than a step (limits::kIngestLinesPerStep) that fails in its last step
+// leaves the world as it was: the entity its first line renamed and tagged, the people and
+// messages its earlier steps added, the version.
+TEST_F(IngestTest, ALargeBatchThatFailsLateLeavesTheWorldAsItWas) {
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+  const std::string version = WorldVersion();
+  const WorldCounts before = Counts();
+  std::string batch =
+      R"({"type":"entity","name":"Sarah C.","identifiers":["sarah@northwind.example","sc@home.example"],"tags":["family"]})"
+      "\n";
+  const int kMessages = static_cast<int>(3 * limits::kIngestLinesPerStep);
+  for (int i = 0; i < kMessages; ++i) {
+    batch += R"({"type":"episode","kind":"message_received","occurred_at":")" +
+             FormatTime(clock_.Now() - std::chrono::minutes(kMessages - i)) +
+             R"(","counterparty":"q)" + std::to_string(i % 50) + R"(@y.example","summary":"m"})" +
+             "\n";
+  }
+  batch +=
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-10T08:59:00Z","counterparty":"entity_01J0000000000000000000000Z","summary":"x"})";
+  auto failed = IngestJsonl(*store_, clock_, ws_.id, batch);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(failed.status().message().rfind("line " + std::to_string(kMessages + 2) + ": ", 0), 0u)
+      << failed.status().message();
+  EXPECT_EQ(WorldVersion(), version);
+  const WorldCounts after = Counts();
+  EXPECT_EQ(after.episodes, before.episodes);
+  EXPECT_EQ(after.entities, before.entities);
+  ASSERT_TRUE(
+      store_
+          ->Read([&](ReadTx& tx) {
+            auto sarah = tx.entities().FindByIdentifier(ws_.id, "sarah@northwind.example");
+            EXPECT_TRUE(sarah.ok());
+            EXPECT_EQ(sarah->name, "Sarah Chen");
+            EXPECT_EQ(sarah->tags, (std::vector<std::string>{"internal", "vip"}));
+            EXPECT_EQ(tx.entities().FindByIdentifier(ws_.id, "sc@home.example").status().code(),
+                      Code::kNotFound);
+            EXPECT_EQ(tx.entities().FindByIdentifier(ws_.id, "q1@y.example").status().code(),
+                      Code::kNotFound);
+            return Status::Ok();
+          })
+          .ok());
 }
 
 TEST_F(IngestTest, ErrorsNameTheLineAndField) {

@@ -469,6 +469,9 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
+  // A tool never sees part of a large ingest batch, or builds on one: it waits for the
+  // batch to land whole (Store::WriteInSteps); other workspaces' calls never wait.
+  WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
   if (json refused = AdmitCall(auth); !refused.is_null()) {
     out.status = refused["structuredContent"].value("error", std::string("tool_error"));
     return refused;

@@ -410,15 +410,35 @@ UPDATE decisions SET triage_class = CASE
 DROP INDEX decisions_by_class;
 CREATE INDEX decisions_by_class ON decisions(workspace_id, class, triage_class, id);
 )sql"},
+      {19, "a large ingest batch lands in steps, with what undoes them", R"sql(
+-- SQLite only uses these (store/sqlite_steps.h): a batch too large for one transaction
+-- commits in steps, each with the inverse of its changes, so that other workspaces' writes
+-- go in between; the last step deletes the batch's rows here. A batch left here by a
+-- process that no longer runs is undone when the store opens. PostgreSQL writes a batch
+-- in one transaction and leaves both tables empty.
+CREATE TABLE staged_batches (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  owner        TEXT NOT NULL,
+  started_at   INTEGER NOT NULL
+);
+CREATE TABLE staged_undo (
+  batch_id TEXT NOT NULL REFERENCES staged_batches(id),
+  step     INTEGER NOT NULL,
+  changes  BLOB NOT NULL,
+  PRIMARY KEY (batch_id, step)
+);
+)sql"},
   };
   return kMigrations;
 }
 
 // SQLite's INTEGER is 64-bit, PostgreSQL's is 32-bit: every INTEGER becomes BIGINT.
-// WITHOUT ROWID is a SQLite storage hint with no PostgreSQL meaning.
+// BLOB is BYTEA there. WITHOUT ROWID is a SQLite storage hint with no PostgreSQL meaning.
 std::string PostgresMigrationSql(const Migration& m) {
   static const std::regex kInteger(R"(\bINTEGER\b)");
   std::string sql = std::regex_replace(m.sql, kInteger, "BIGINT");
+  sql = std::regex_replace(sql, std::regex(R"(\bBLOB\b)"), "BYTEA");
   return std::regex_replace(sql, std::regex(R"( WITHOUT ROWID)"), "");
 }
 

@@ -68,6 +68,9 @@ class SqliteConn final : public SqlConn {
   // The write-ahead log's path (the file exists once the connection has run a statement).
   std::string WalPath() const { return sqlite3_filename_wal(sqlite3_db_filename(db_, "main")); }
 
+  // For SQLite's own extensions that take the connection (sessions, sqlite_steps.h).
+  sqlite3* Handle() const { return db_; }
+
   // One process writes at a time: there is nothing to lock per workspace.
   Status Enter(const std::string&) override { return Status::Ok(); }
 

@@ -12,9 +12,11 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "core/crypto.h"
 #include "core/limits.h"
 #include "core/suspend.h"
 #include "core/thread_name.h"
@@ -23,6 +25,7 @@
 #include "store/sql.h"
 #include "store/sql_tx.h"
 #include "store/sqlite_conn.h"
+#include "store/sqlite_steps.h"
 #include "store/sqlite_wal.h"
 #include "store/store.h"
 
@@ -48,8 +51,9 @@ class SqliteStore final : public Store {
     if (!w.ok()) return w.status();
     writer_ = std::move(*w);
     CORTEX_RETURN_IF_ERROR(Migrate());
+    CORTEX_RETURN_IF_ERROR(UndoStrandedSteps());
     CORTEX_RETURN_IF_ERROR(wal_.Open(writer_->WalPath()));
-    CORTEX_RETURN_IF_ERROR(wal_.Sync());  // the migrations' commits
+    CORTEX_RETURN_IF_ERROR(wal_.Sync());  // the migrations' commits, and undone steps
     CORTEX_RETURN_IF_ERROR(checkpointer_.Start(path_));
     writer_->SetCommitHook(&Checkpointer::OnCommit, &checkpointer_);
     writer_thread_ = std::thread([this] { WriterLoop(); });
@@ -71,6 +75,7 @@ class SqliteStore final : public Store {
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
     if (shared_.store == this) {
       if (!shared_.conn) {  // the scope's first read opens its transaction
+        shared_.turns = gate_.Turns();
         auto conn = BeginRead(/*remember=*/true);
         if (!conn.ok()) return conn.status();
         shared_.conn = std::move(*conn);
@@ -103,25 +108,61 @@ class SqliteStore final : public Store {
   // A request running as a fiber (core/suspend.h) is suspended rather than its thread
   // blocked.
   Status Write(const std::function<Status(WriteTx&)>& fn, Durability) override {
-    PendingWrite me;
-    me.fn = &fn;
-    if (Suspender* suspender = Suspender::Current()) {
-      suspender->Suspend([&](Suspender::Resume resume) {
-        me.resume = std::move(resume);
-        Enqueue(me);
-      });
-    } else {
-      Enqueue(me);
-      while (sem_wait(&me.acked) != 0) {
-        if (errno != EINTR) std::abort();  // (EINTR: a signal handler ran)
-      }
-    }
-    if (me.error) std::rethrow_exception(me.error);
-    return me.result;
+    return Submit(fn, nullptr);
   }
 
   // Write() above suspends a request running as a fiber.
   bool SuspendsWrites() const override { return true; }
+
+  // Each step is a write of its own, recorded by a StepRecorder (store/sqlite_steps.h)
+  // whose inverse commits with it (RunBatch); the last step drops the inverses. Between two steps
+  // the writer runs whatever else is queued.
+  Status WriteInSteps(const std::string& ws_id, const Step& step) override {
+    WorkspaceGate::Pass hold = gate_.Hold(ws_id);
+    const std::string batch = RandomHex(16);
+    bool done = false;
+    bool begun = false;
+    for (int i = 0; !done; ++i) {
+      StepRecord record{batch, i};
+      Status st = Submit(
+          [&](WriteTx& tx) -> Status {
+            if (i == 0) CORTEX_RETURN_IF_ERROR(BeginSteps(*writer_, batch, ws_id, owner_));
+            auto last = step(tx, i);
+            if (!last.ok()) return last.status();
+            done = record.last = *last;
+            return done ? EndSteps(*writer_, batch) : Status::Ok();
+          },
+          &record);
+      if (st.ok()) {
+        begun = true;
+        continue;
+      }
+      if (begun) {
+        Status undone =
+            Write([&](WriteTx&) { return UndoSteps(*writer_, batch); }, Durability::kSynced);
+        if (!undone.ok()) {
+          // Left for the next open of the store, which undoes what a stopped process left.
+          spdlog::error("undoing the steps of a failed write in workspace {}: {}", ws_id,
+                        undone.message());
+        }
+      }
+      return st;
+    }
+    return Status::Ok();
+  }
+
+  // A snapshot this thread's scope took while a write in steps was under way (or before
+  // one that has ended since) is let go: the scope's next read takes a new one.
+  WorkspaceGate::Pass EnterWorkspace(const std::string& ws_id) override {
+    WorkspaceGate::Pass pass = gate_.Enter(ws_id);
+    if (shared_.store == this && shared_.conn && gate_.Turns() != shared_.turns) {
+      (void)EndRead(std::move(shared_.conn));
+    }
+    return pass;
+  }
+  std::optional<WorkspaceGate::Pass> TryEnterWorkspace(const std::string& ws_id) override {
+    return gate_.TryEnter(ws_id);
+  }
 
   void BeginSharedReads() override {
     if (shared_.store == nullptr) shared_.store = this;
@@ -147,6 +188,36 @@ class SqliteStore final : public Store {
   }
 
  private:
+  // Queues `fn` and waits for its commit to be synced. A request running as a fiber
+  // (core/suspend.h) is suspended rather than its thread blocked.
+  struct StepRecord;
+  Status Submit(const std::function<Status(WriteTx&)>& fn, StepRecord* step) {
+    PendingWrite me;
+    me.fn = &fn;
+    me.step = step;
+    if (Suspender* suspender = Suspender::Current()) {
+      suspender->Suspend([&](Suspender::Resume resume) {
+        me.resume = std::move(resume);
+        Enqueue(me);
+      });
+    } else {
+      Enqueue(me);
+      while (sem_wait(&me.acked) != 0) {
+        if (errno != EINTR) std::abort();  // (EINTR: a signal handler ran)
+      }
+    }
+    if (me.error) std::rethrow_exception(me.error);
+    return me.result;
+  }
+
+  // A write that is a step of WriteInSteps: what it changes (its function, then what the
+  // transaction held back) is recorded, and the inverse saved with it unless it is the last.
+  struct StepRecord {
+    std::string batch;
+    int number = 0;
+    bool last = false;  // set by the step's function
+  };
+
   // A queued write. Its caller sleeps on `acked` alone: an acknowledgement wakes exactly
   // the batch's callers, not every waiting one (docs/performance.md). glibc (since 2.21)
   // lets a semaphore be destroyed as soon as sem_wait returns, so the caller's stack frame
@@ -160,6 +231,7 @@ class SqliteStore final : public Store {
     PendingWrite& operator=(const PendingWrite&) = delete;
 
     const std::function<Status(WriteTx&)>* fn = nullptr;
+    StepRecord* step = nullptr;
     Status result;
     std::exception_ptr error;  // rethrown in the caller's thread
     // Once result and error are final: the suspended caller's resume if it has one, else
@@ -185,6 +257,14 @@ class SqliteStore final : public Store {
       if (queue_.empty()) return;  // stopping, and nothing is left to write
       std::vector<PendingWrite*> batch;
       size_t n = std::min(queue_.size(), limits::kMaxWritesPerCommit);
+      // A step of a write in steps commits alone: a write grouped with it would wait for
+      // the step's work, which is what steps are there to spare it.
+      for (size_t i = 0; i < n; ++i) {
+        if (queue_[i]->step != nullptr) {
+          n = i == 0 ? 1 : i;
+          break;
+        }
+      }
       batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       lock.unlock();
@@ -279,8 +359,13 @@ class SqliteStore final : public Store {
         try {
           TxState state(*writer_);
           WriteTx tx(state);
+          std::optional<StepRecorder> recorder;
+          if (w->step != nullptr) recorder.emplace(*writer_);
           w->result = (*w->fn)(tx);
           if (w->result.ok()) w->result = state.FinishWrite();
+          if (w->result.ok() && recorder && !w->step->last) {
+            w->result = recorder->SaveInverse(w->step->batch, w->step->number);
+          }
         } catch (...) {
           w->error = std::current_exception();
           w->result = Status::Internal("write failed");
@@ -357,6 +442,24 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  // Writes in steps that a stopped process left half done are undone, each in a
+  // transaction of its own, before anything is served.
+  Status UndoStrandedSteps() {
+    auto stranded = StrandedSteps(*writer_);
+    if (!stranded.ok()) return stranded.status();
+    for (const std::string& batch : *stranded) {
+      CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
+      Status st = UndoSteps(*writer_, batch);
+      if (st.ok()) st = writer_->Exec("COMMIT");
+      if (!st.ok()) {
+        (void)writer_->Exec("ROLLBACK");
+        return st;
+      }
+      spdlog::warn("undid an ingest batch left half written by a process that stopped");
+    }
+    return Status::Ok();
+  }
+
   // A pooled reader inside a read transaction.
   Result<std::unique_ptr<SqliteConn>> BeginRead(bool remember) {
     auto conn = AcquireReader();
@@ -404,6 +507,7 @@ class SqliteStore final : public Store {
     const SqliteStore* store = nullptr;
     int depth = 0;                     // nested scopes
     std::unique_ptr<SqliteConn> conn;  // in a read transaction, once the scope's first Read() ran
+    uint64_t turns = 0;                // the gate's, as the transaction began
   };
   static thread_local SharedRead shared_;
 
@@ -434,6 +538,8 @@ class SqliteStore final : public Store {
   WriteAheadLog wal_;
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<SqliteConn>> readers_;
+  WorkspaceGate gate_;
+  StoreOwner owner_;  // of this open's writes in steps
 };
 
 thread_local SqliteStore::SharedRead SqliteStore::shared_;

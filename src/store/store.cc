@@ -2,6 +2,16 @@
 
 namespace cortex {
 
+Status Store::WriteInSteps(const std::string& /*ws_id*/, const Step& step) {
+  return Write([&](WriteTx& tx) {
+    for (int i = 0;; ++i) {
+      auto done = step(tx, i);
+      if (!done.ok()) return done.status();
+      if (*done) return Status::Ok();
+    }
+  });
+}
+
 bool IsPostgresUrl(const std::string& where) {
   return where.rfind("postgresql://", 0) == 0 || where.rfind("postgres://", 0) == 0;
 }

@@ -11,12 +11,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "store/model.h"
 #include "store/tx.h"
+#include "store/workspace_gate.h"
 
 namespace cortex {
 
@@ -42,6 +44,27 @@ class Store {
   // must not rely on the caller's thread-local state.
   virtual Status Write(const std::function<Status(WriteTx&)>& fn, Durability durability) = 0;
   Status Write(const std::function<Status(WriteTx&)>& fn) { return Write(fn, Durability::kSynced); }
+
+  // A write too long for one transaction, in workspace `ws_id` (a large ingest batch):
+  // `step(tx, i)` runs for i = 0, 1, 2... each time in a write transaction, until it returns
+  // true. All or nothing, like Write(): if a step fails, or the process stops before the
+  // last step commits, what the earlier steps wrote is undone (after a crash, by the next
+  // open of the store). SQLite commits each step on its own, so that other workspaces'
+  // writes go in between, and holds `ws_id` (EnterWorkspace) from the first step to the
+  // last. The default (PostgreSQL: concurrent writers, snapshot isolation) runs all the
+  // steps in one Write(), which may run them again from 0 on a retry: step 0 starts afresh.
+  using Step = std::function<Result<bool>(WriteTx&, int)>;
+  virtual Status WriteInSteps(const std::string& ws_id, const Step& step);
+
+  // A request's pass to workspace `ws_id`: while it lives, no WriteInSteps holds the
+  // workspace (one under way is waited for), so the request neither sees part of one nor
+  // builds on it. Free (an empty pass) where writes are not stepped.
+  virtual WorkspaceGate::Pass EnterWorkspace(const std::string& /*ws_id*/) { return {}; }
+  // The same, or none while a WriteInSteps holds `ws_id`: background work skips the
+  // workspace rather than wait.
+  virtual std::optional<WorkspaceGate::Pass> TryEnterWorkspace(const std::string& /*ws_id*/) {
+    return WorkspaceGate::Pass();
+  }
 
   // True when a request running as a fiber (core/suspend.h) is suspended in Write() while
   // its write waits to be committed, rather than blocking its thread. False: Write(), like

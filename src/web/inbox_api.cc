@@ -198,6 +198,8 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
     return Error(401, "unauthorized",
                  auth.status().message() + ": open a new link from `cortex inbox link`");
   }
+  // Never part of a large ingest batch landing in steps: it is waited for.
+  WorkspaceGate::Pass pass = store_.EnterWorkspace(auth->workspace_id);
 
   if (req.method == "GET" && path == "/inbox/api/state") return State(*auth, secret);
   if (req.method == "GET" && path == "/inbox/api/events") {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <thread>
 
+#include "core/limits.h"
 #include "core/time.h"
 #include "engines/actions.h"
 #include "engines/delivery.h"
@@ -45,8 +46,11 @@ void IngestThread(Store& store, const Clock& clock, const std::string& ws, int t
       (void)IngestJsonl(store, clock, ws, jsonl);
       continue;
     }
-    // Mostly small batches; now and then one big enough to spill pages before its commit.
-    size_t lines = rng() % 20 == 0 ? 150 + rng() % 150 : 1 + rng() % 12;
+    // Mostly small batches; now and then one big enough to spill pages before its commit,
+    // and rarely one that lands in steps (limits::kIngestLinesPerStep), undone if cut short.
+    size_t lines = rng() % 20 == 0   ? 150 + rng() % 150
+                   : rng() % 60 == 0 ? limits::kIngestLinesPerStep + 100 + rng() % 600
+                                     : 1 + rng() % 12;
     LoadLog::Batch batch;
     for (size_t i = 0; i < lines; ++i) {
       std::string id =
