@@ -9,8 +9,9 @@
 //     committed before it, as in SQLite's single writer; writes to different workspaces run
 //     in parallel. Conditional updates (TransitionAction, LeaseOutbox) make scheduled work
 //     execute once whichever instance gets there first.
-//   - Commits are durable when they return (PostgreSQL's synchronous_commit default),
-//     except writes asking for Durability::kRelaxed (tool-call counts).
+//   - Commits are durable when they return: every connection runs with synchronous_commit
+//     on (set if the server's default is off), except writes asking for
+//     Durability::kRelaxed (tool-call counts, a session's last use).
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -113,11 +114,21 @@ class PgStatement final : public SqlStatement {
 class PgConn final : public SqlConn {
  public:
   explicit PgConn(const std::string& url) : conn_(url) {
+    // Session settings go through set_variable: after the server restarts, libpqxx (6.x)
+    // reconnects a pooled connection by itself at its next BEGIN and sets again only what
+    // was set this way; a plain SET would be gone with the old backend.
     // A writer that stalls (a paused instance holding a workspace lock) must not stall
     // every instance forever: waits for a lock end after 30 s with "try again", and a
     // transaction left idle for a minute is ended by the server.
-    pqxx::nontransaction setup(conn_);
-    setup.exec("SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'");
+    conn_.set_variable("lock_timeout", "'30s'");
+    conn_.set_variable("idle_in_transaction_session_timeout", "'60s'");
+    // A commit Cortex acknowledges must be flushed when it returns. A server, database or
+    // role configured with synchronous_commit = off would lose the last moment's
+    // acknowledged writes in a crash; every other value (local, remote_write, on,
+    // remote_apply) flushes the local WAL first and is kept.
+    if (conn_.get_variable("synchronous_commit") == "off") {
+      conn_.set_variable("synchronous_commit", "on");
+    }
   }
 
   // Begins a transaction: a read-only snapshot, or a write that locks workspaces.
@@ -232,7 +243,20 @@ class PgStore final : public Store {
  public:
   explicit PgStore(std::string url) : url_(std::move(url)) {}
 
-  Status Init() { return Migrate(); }
+  Status Init() {
+    CORTEX_RETURN_IF_ERROR(Migrate());
+    // fsync = off is server-wide and cannot be overridden per session: a crash of the
+    // machine may then lose or corrupt anything. Said once, at open.
+    return Transaction(/*write=*/false, [&](PgConn& c) {
+      return c.Guard([&] {
+        if (c.tx().exec("SELECT current_setting('fsync')")[0][0].as<std::string>() == "off") {
+          spdlog::warn(
+              "postgresql: the server runs with fsync = off: a crash of its machine may lose "
+              "writes Cortex has acknowledged (turn fsync on in postgresql.conf)");
+        }
+      });
+    });
+  }
 
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
     return Transaction(/*write=*/false, [&](PgConn& c) {
