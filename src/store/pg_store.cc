@@ -344,13 +344,23 @@ class PgStore final : public Store {
   Status Transaction(bool write, Fn&& fn, bool slot = true) {
     std::optional<WriteSlot> writing;
     if (write && slot) writing.emplace(*this);
-    auto conn = Acquire();
-    if (!conn.ok()) return conn.status();
-    Lease lease(*this, std::move(*conn));
-    PgConn& c = *lease;
-    CORTEX_RETURN_IF_ERROR(c.Guard([&] { c.Begin(write); }));
-    CORTEX_RETURN_IF_ERROR(fn(c));
-    return c.Commit();
+    // An idle pooled connection may have died with its server (a restart): its BEGIN fails
+    // before anything ran, so the transaction is begun again on another one (each dead one
+    // is dropped, then a new one is opened) rather than failing a request once the server
+    // is back. A server still down fails the new connection: "cannot connect".
+    for (size_t attempt = 0;; ++attempt) {
+      auto conn = Acquire();
+      if (!conn.ok()) return conn.status();
+      Lease lease(*this, std::move(*conn));
+      PgConn& c = *lease;
+      Status begun = c.Guard([&] { c.Begin(write); });
+      if (!begun.ok()) {
+        if (!c.usable() && attempt < kMaxConnections) continue;
+        return begun;
+      }
+      CORTEX_RETURN_IF_ERROR(fn(c));
+      return c.Commit();
+    }
   }
 
   Result<std::unique_ptr<PgConn>> Acquire() {
