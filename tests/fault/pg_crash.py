@@ -17,7 +17,8 @@ Each round checks that Cortex recovers by itself:
   * while PostgreSQL is down, every request through either instance is answered at once
     with a clear "retry" (HTTP 503 with Retry-After, or a tool error saying the store or
     the action engine is unavailable), never a hang, a dropped connection or a 500;
-  * once PostgreSQL is back, both instances answer again (the time it takes is reported).
+  * once PostgreSQL is back, both instances answer again (the time it takes is reported),
+    and from their first answer on, 32 reads through each, 16 at a time, all succeed.
 
 After the last round and the load it waits until the scheduled work is done (every undo
 window passed, every executed action delivered) and checks, reading the database:
@@ -451,6 +452,32 @@ def wait_up(instances, token, timeout):
     return [out.get(i.name) for i in instances]
 
 
+def burst(inst, token, n=32, width=16):
+    """`n` reads through `inst`, `width` at a time (as many as its pool has connections):
+    returns the answers that were not results."""
+    bad, lock, it = [], threading.Lock(), iter(range(n))
+
+    def work():
+        while True:
+            with lock:
+                if next(it, None) is None:
+                    return
+            try:
+                kind, out = tool_call(inst, token, "workspace.status", {}, timeout=15)
+            except NoAnswer as e:
+                kind, out = "no answer", str(e)
+            if kind != "ok":
+                with lock:
+                    bad.append(f"{kind}: {out}")
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(width)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return bad
+
+
 def settle(db, ws, timeout):
     t0 = time.monotonic()
     left = None
@@ -575,6 +602,12 @@ def run(opts, rng, receiver):
                                 f"{inst.tail(1500)}")
             else:
                 recoveries.append(s)
+                # Back means back: no request fails once one has succeeded (each pooled
+                # connection died with the server; none may fail a request for it).
+                bad = burst(inst, check)
+                if bad:
+                    failures.append(f"round {r + 1}: {inst.name} answered again, then failed "
+                                    f"{len(bad)} of 32 reads: {bad[:3]}")
         print(f"pg_crash: round {r + 1}: crashed at +{t_down - started:.1f}s with "
               f"{acked_before} proposals acknowledged; down {time.monotonic() - t_down:.1f}s; "
               f"instances answered again after "
