@@ -191,7 +191,8 @@ class PgConn final : public SqlConn {
       return FromSqlError(e);
     } catch (const pqxx::in_doubt_error& e) {
       broken_ = true;
-      return Status::Unavailable(std::string("postgresql: commit outcome unknown: ") + e.what());
+      return Status::Unavailable("postgresql: " + std::string(kCommitOutcomeUnknown) + ": " +
+                                 e.what());
     }
   }
 

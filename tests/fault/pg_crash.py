@@ -270,29 +270,46 @@ class Client(threading.Thread):
             self.book.unclean.append(f"{what}: {text}")
 
     def communicate(self):
+        """Half the proposals carry an idempotency_key and are retried with it through
+        "retry" answers until one says what happened, as docs/actions.md tells clients to;
+        the others are sent once."""
         with self.book.lock:
             pool = list(self.book.entities)
         nonce = uuid.uuid4().hex[:16]
         to, _ = self.rng.choice(pool)
         text = f"pgn={nonce} status update {self.rng.randint(1, 9999)} from client {self.idx}"
+        args = {"to": to, "message": text}
+        keyed = self.rng.random() < 0.5
+        if keyed:
+            args["idempotency_key"] = f"pgk-{nonce}"
         self.book.bump("communicate")
-        try:
-            kind, body = tool_call(self.inst(), self.token, "action.communicate",
-                                   {"to": to, "message": text})
-        except NoAnswer as e:
-            self.unclean("action.communicate", str(e))
-            return
-        if kind == "bad" or (kind == "error" and not says_retry(body)):
-            return self.unclean("action.communicate", body)
-        if kind == "retry" or kind == "error":
-            self.book.bump("refused")
+        until, attempts, doubted = time.monotonic() + 30, 0, False
+        while True:
+            attempts += 1
+            try:
+                kind, body = tool_call(self.inst(), self.token, "action.communicate", args)
+            except NoAnswer as e:
+                self.unclean("action.communicate", str(e))
+                return
+            if kind == "bad" or (kind == "error" and not says_retry(body)):
+                return self.unclean("action.communicate", body)
+            if kind == "ok":
+                break
             msg = body if isinstance(body, str) else body.get("message", "")
             if IN_DOUBT in msg:
+                doubted = True
                 self.book.bump("in_doubt")
-            else:
+            if keyed and time.monotonic() < until:
+                self.book.bump("retried")
+                time.sleep(0.1)
+                continue
+            self.book.bump("refused")
+            if not doubted:
                 with self.book.lock:
                     self.book.refused_nonces[nonce] = msg
             return
+        if attempts > 1:
+            self.book.bump("acknowledged_after_retry")
         st, did = body.get("status"), body.get("decision_id")
         m = LEVEL_RE.search(body.get("message", ""))
         level = int(m.group(1)) if m else None
@@ -654,7 +671,10 @@ def run(opts, rng, receiver):
     stored_nonces = {}
     for aid, a in actions.items():
         for n in NONCE_RE.findall(a["draft"] or ""):
-            stored_nonces[n] = aid
+            stored_nonces.setdefault(n, []).append(aid)
+    for n, aids in sorted(stored_nonces.items()):
+        if len(aids) > 1:
+            failures.append(f"one action.communicate (pgn={n}) made {len(aids)} actions: {aids}")
 
     lost = []  # acknowledged writes not found
     checked = 0
@@ -773,8 +793,10 @@ def run(opts, rng, receiver):
     print(f"pg_crash: load {load_s:.0f}s, settled in {settle_s:.1f}s; calls: "
           f"{c.get('communicate', 0)} communicate, {c.get('approve', 0)} approve, "
           f"{c.get('reject', 0)} reject, {c.get('ingest_batches', 0)} ingest batches; "
-          f"refused with a retry: {c.get('refused', 0)} (+{c.get('retried', 0)} approval/"
-          f"rejection retries), outcome unknown: {c.get('in_doubt', 0)}; answers while down: "
+          f"acknowledged after a retry with the same idempotency_key: "
+          f"{c.get('acknowledged_after_retry', 0)}; "
+          f"refused with a retry: {c.get('refused', 0)} (+{c.get('retried', 0)} retries), "
+          f"commit outcome unknown: {c.get('in_doubt', 0)}; answers while down: "
           f"{len(down_latencies)}, median {statistics.median(down_latencies or [0]) * 1000:.0f}"
           f" ms; back after a restart: median {statistics.median(recoveries or [0]):.2f}s, max "
           f"{max(recoveries or [0]):.2f}s; webhook POSTs {len(posts)}; ledger: {out.strip()}",
