@@ -27,7 +27,8 @@ window passed, every executed action delivered) and checks, reading the database
     single action and its `proposed` ledger entry; each acknowledged approval's and
     rejection's ledger entry and the action's status; every episode of an acknowledged
     ingest batch;
-  * a write refused with a "retry" left nothing behind (a refused proposal has no action
+  * a proposal retried with its idempotency_key through "retry" answers made one action;
+    a write refused with a "retry" left nothing behind (a refused proposal has no action
     holding its message; a refused batch stored none of its episodes) unless the refusal
     said the commit's outcome was unknown; a batch whose outcome is unknown is stored
     whole or not at all;
@@ -41,7 +42,7 @@ window passed, every executed action delivered) and checks, reading the database
 
 It prints one summary line
 
-  pg_crash: rounds=6 acknowledged_writes=N checked=N lost=0 ... violations=0
+  pg_crash: rounds=6 acknowledged_proposals=N ... checked=N lost=0 ... violations=0
 
 and exits 0, or prints every violation and exits 1 (2: the harness itself failed).
 
@@ -58,11 +59,9 @@ import json
 import os
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -78,7 +77,6 @@ WORKSPACE = "pgcrash"
 LEVELS = (1, 2, 3)
 NONCE_RE = re.compile(r"pgn=([0-9a-f]{16})")
 LEVEL_RE = re.compile(r"trust level (\d)")
-NOT_PENDING_RE = re.compile(r"is (\w+), not pending")
 IN_DOUBT = "outcome unknown"  # PgConn: the connection broke during COMMIT
 
 
