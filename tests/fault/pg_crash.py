@@ -21,7 +21,9 @@ Each round checks that Cortex recovers by itself:
     and from their first answer on, 32 reads through each, 16 at a time, all succeed.
 
 After the last round and the load it waits until the scheduled work is done (every undo
-window passed, every executed action delivered) and checks, reading the database:
+window passed, every executed action delivered, every expiry done: before each crash the
+harness brings forward the expiry of a few level-1 drafts nobody will decide, so that they
+fall due as the server dies) and checks, reading the database:
 
   * every acknowledged write is there, once: each acknowledged proposal's decision, its
     single action and its `proposed` ledger entry; each acknowledged approval's and
@@ -36,7 +38,8 @@ window passed, every executed action delivered) and checks, reading the database
     `executed` and one `delivered` ledger entry, and reached the receiver under one
     Idempotency-Key with one body (a delivery repeated after a crash between the POST and
     its record comes again under the same key: counted, allowed); level-3 sends,
-    approvals and level-2 drafts nobody rejected are delivered; rejected ones never are;
+    approvals and level-2 drafts nobody rejected are delivered; rejected and expired ones
+    never are, and each ends once; every draft whose expiry fell due is expired, once;
   * `cortex ledger verify` passes; both instances are still the processes started at the
     beginning and exit 0 on SIGTERM.
 
@@ -142,8 +145,10 @@ class Receiver:
 
 def sql(database, query):
     """Rows of `query` (tab-separated text columns) through psql."""
+    # The harness's own writes are durable too (the database's default is off, see run()).
+    env = dict(os.environ, PGOPTIONS="-c synchronous_commit=on")
     p = subprocess.run(["psql", database, "-X", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1",
-                        "-c", query], capture_output=True, text=True, timeout=60)
+                        "-c", query], capture_output=True, text=True, timeout=60, env=env)
     if p.returncode != 0:
         raise HarnessError(f"psql: {query}: {p.stderr.strip()}")
     return [line.split("\t") for line in p.stdout.splitlines() if line]
@@ -223,6 +228,7 @@ class Book:
         self.counts = {}
         self.problems = []
         self.unclean = []  # answers that were neither a result nor a clean "retry"
+        self.left_alone = []  # level-1 drafts nobody will decide (expired by the harness)
 
     def bump(self, key, n=1):
         with self.lock:
@@ -333,6 +339,13 @@ class Client(threading.Thread):
                     self.rng.randrange(len(self.book.pending)))]
         if rec is None:
             return self.communicate()
+        if self.rng.random() < 0.25:
+            # Left alone: a level-2 draft is sent when its undo window ends; a level-1 one
+            # waits for its expiry, which the harness brings forward to a crash.
+            if rec["level"] == 1:
+                with self.book.lock:
+                    self.book.left_alone.append(rec["decision_id"])
+            return
         if rec["level"] == 2 and self.rng.random() < 0.5:
             time.sleep(self.rng.uniform(0.6, 1.2))  # race the 1 s undo window
         args = {"decision_id": rec["decision_id"]}
@@ -500,9 +513,10 @@ def settle(db, ws, timeout):
         (outbox, supervised, executed), = sql(db, (
             f"SELECT (SELECT count(*) FROM outbox WHERE workspace_id = '{ws}' AND kind = "
             f"'message' AND status = 'pending'), (SELECT count(*) FROM actions WHERE "
-            f"workspace_id = '{ws}' AND status = 'pending' AND level = 2), (SELECT count(*) "
+            f"workspace_id = '{ws}' AND status = 'pending' AND (level = 2 OR due_at <= "
+            f"{int(time.time() * 1000)})), (SELECT count(*) "
             f"FROM actions WHERE workspace_id = '{ws}' AND status = 'executed')"))
-        left = (f"{outbox} outbox rows pending, {supervised} level-2 actions in their undo "
+        left = (f"{outbox} outbox rows pending, {supervised} actions due or in their undo "
                 f"window, {executed} actions executed but not delivered")
         if (outbox, supervised, executed) == ("0", "0", "0"):
             return True, time.monotonic() - t0, left
@@ -531,7 +545,7 @@ def setup(db, n_clients):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=6, help="PostgreSQL crashes (default 6)")
+    ap.add_argument("--rounds", type=int, default=10, help="PostgreSQL crashes (default 10)")
     ap.add_argument("--clients", type=int, default=4, help="client threads (default 4)")
     ap.add_argument("--min-up", type=float, default=2.0, help="shortest load before a crash (s)")
     ap.add_argument("--max-up", type=float, default=5.0, help="longest load before a crash (s)")
@@ -588,7 +602,7 @@ def run(opts, rng, receiver):
     tokens, persons, entities = setup(db, opts.clients)
     check = tokens[-1]
     config = harness.write_config(os.path.join(M["tmp"], "pgcrash.toml"), receiver.url,
-                                  undo_window_seconds=1)
+                                  undo_window_seconds=1, draft_expiry_minutes=1)
     instances = [Instance("a", db, config), Instance("b", db, config)]
     pids = [i.proc.pid for i in instances]
     book = Book()
@@ -601,9 +615,18 @@ def run(opts, rng, receiver):
 
     failures = []
     down_latencies, recoveries = [], []
+    expiring = set()  # actions whose expiry fell due just before a crash
     for r in range(opts.rounds):
         time.sleep(rng.uniform(opts.min_up, opts.max_up))
         acked_before = book.counts.get("acknowledged_proposals", 0)
+        # Expiries due as the server dies: a few drafts nobody will decide fall due now.
+        with book.lock:
+            due = [book.decisions[d]["action_id"] for d in book.left_alone[:6]]
+            del book.left_alone[:6]
+        if due:
+            sql(db, f"UPDATE actions SET due_at = {int(time.time() * 1000)} WHERE id IN "
+                    f"({', '.join(repr(a) for a in due)}) AND status = 'pending'")
+            expiring.update(due)
         harness.pg("crash", M["pg_dir"])
         t_down = time.monotonic()
         down_latencies += probe_down(instances, check, failures)
@@ -754,12 +777,16 @@ def run(opts, rng, receiver):
             nonce_keys.setdefault(n, set()).add(key)
     duplicates += [f"message pgn={n} delivered under {sorted(k)}"
                    for n, k in nonce_keys.items() if len(k) > 1]
-    delivered = 0
+    delivered = expired = 0
     for aid, a in sorted(actions.items()):
         events = ledger.get(aid, [])
         for e in set(events):
             if events.count(e) > 1:
                 duplicates.append(f"action {aid}: {events.count(e)} '{e}' ledger entries")
+        ended = [e for e in ("rejected", "expired", "refused") if e in events]
+        if ended and ("executed" in events or "delivered" in events):
+            failures.append(f"action {aid}: ledger {events} both ends it and sends it")
+        expired += "expired" in events
         if a["status"] == "delivered":
             delivered += 1
             if aid not in accepted:
@@ -771,6 +798,12 @@ def run(opts, rng, receiver):
             lost.append(f"action {aid} ended {a['status']} (outbox {outbox.get(aid)})")
         elif aid in accepted:
             failures.append(f"the receiver got action {aid}, which is {a['status']}")
+    for aid in sorted(expiring):
+        checked += 1
+        events = ledger.get(aid, [])
+        if actions[aid]["status"] != "expired" or events.count("expired") != 1:
+            lost.append(f"action {aid}, due to expire before a crash, is "
+                        f"{actions[aid]['status']}, ledger {events}")
     failures += duplicates
     failures += lost
 
@@ -788,6 +821,10 @@ def run(opts, rng, receiver):
                 failures.append(f"{inst.name} exited {code} on SIGTERM")
 
     c = book.counts
+    by_status = {}
+    for a in actions.values():
+        k = f"{a['level']}:{a['status']}"
+        by_status[k] = by_status.get(k, 0) + 1
     print(f"pg_crash: load {load_s:.0f}s, settled in {settle_s:.1f}s; calls: "
           f"{c.get('communicate', 0)} communicate, {c.get('approve', 0)} approve, "
           f"{c.get('reject', 0)} reject, {c.get('ingest_batches', 0)} ingest batches; "
@@ -797,13 +834,15 @@ def run(opts, rng, receiver):
           f"commit outcome unknown: {c.get('in_doubt', 0)}; answers while down: "
           f"{len(down_latencies)}, median {statistics.median(down_latencies or [0]) * 1000:.0f}"
           f" ms; back after a restart: median {statistics.median(recoveries or [0]):.2f}s, max "
-          f"{max(recoveries or [0]):.2f}s; webhook POSTs {len(posts)}; ledger: {out.strip()}",
+          f"{max(recoveries or [0]):.2f}s; webhook POSTs {len(posts)}; actions by level and "
+          f"status: {json.dumps(by_status, sort_keys=True)}; ledger: {out.strip()}",
           flush=True)
     print(f"pg_crash: rounds={opts.rounds} acknowledged_proposals={len(book.decisions)} "
           f"acknowledged_approvals={c.get('acknowledged_approve', 0)} "
           f"acknowledged_rejections={c.get('acknowledged_reject', 0)} "
           f"acknowledged_batches={len(acked)} "
           f"acknowledged_episodes={c.get('acknowledged_episodes', 0)} delivered={delivered} "
+          f"expired={expired} "
           f"checked={checked} lost={len(lost)} duplicates={len(duplicates)} "
           f"redelivered_same_key={redelivered} partial_batches={partial} "
           f"unclean_answers={c.get('unclean', 0)} ledger={'ok' if rc == 0 else 'FAILED'} "
