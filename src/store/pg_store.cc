@@ -114,9 +114,10 @@ class PgStatement final : public SqlStatement {
 class PgConn final : public SqlConn {
  public:
   explicit PgConn(const std::string& url) : conn_(url) {
-    // Session settings go through set_variable: after the server restarts, libpqxx (6.x)
-    // reconnects a pooled connection by itself at its next BEGIN and sets again only what
-    // was set this way; a plain SET would be gone with the old backend.
+    // Session settings go through set_variable: libpqxx (6.x) may reconnect a connection
+    // whose backend died (a server restart) by itself, at a later transaction's start, and
+    // then sets again only what was set this way; a plain SET would be gone with the old
+    // backend. (The pool drops a connection that broke, but nothing should depend on it.)
     // A writer that stalls (a paused instance holding a workspace lock) must not stall
     // every instance forever: waits for a lock end after 30 s with "try again", and a
     // transaction left idle for a minute is ended by the server.
