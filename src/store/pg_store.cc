@@ -9,8 +9,9 @@
 //     committed before it, as in SQLite's single writer; writes to different workspaces run
 //     in parallel. Conditional updates (TransitionAction, LeaseOutbox) make scheduled work
 //     execute once whichever instance gets there first.
-//   - Commits are durable when they return (PostgreSQL's synchronous_commit default),
-//     except writes asking for Durability::kRelaxed (tool-call counts).
+//   - Commits are durable when they return: every connection runs with synchronous_commit
+//     on (set if the server's default is off), except writes asking for
+//     Durability::kRelaxed (tool-call counts, a session's last use).
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -113,11 +114,22 @@ class PgStatement final : public SqlStatement {
 class PgConn final : public SqlConn {
  public:
   explicit PgConn(const std::string& url) : conn_(url) {
+    // Session settings go through set_variable: libpqxx (6.x) may reconnect a connection
+    // whose backend died (a server restart) by itself, at a later transaction's start, and
+    // then sets again only what was set this way; a plain SET would be gone with the old
+    // backend. (The pool drops a connection that broke, but nothing should depend on it.)
     // A writer that stalls (a paused instance holding a workspace lock) must not stall
     // every instance forever: waits for a lock end after 30 s with "try again", and a
     // transaction left idle for a minute is ended by the server.
-    pqxx::nontransaction setup(conn_);
-    setup.exec("SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'");
+    conn_.set_variable("lock_timeout", "'30s'");
+    conn_.set_variable("idle_in_transaction_session_timeout", "'60s'");
+    // A commit Cortex acknowledges must be flushed when it returns. A server, database or
+    // role configured with synchronous_commit = off would lose the last moment's
+    // acknowledged writes in a crash; every other value (local, remote_write, on,
+    // remote_apply) flushes the local WAL first and is kept.
+    if (conn_.get_variable("synchronous_commit") == "off") {
+      conn_.set_variable("synchronous_commit", "on");
+    }
   }
 
   // Begins a transaction: a read-only snapshot, or a write that locks workspaces.
@@ -180,7 +192,8 @@ class PgConn final : public SqlConn {
       return FromSqlError(e);
     } catch (const pqxx::in_doubt_error& e) {
       broken_ = true;
-      return Status::Unavailable(std::string("postgresql: commit outcome unknown: ") + e.what());
+      return Status::Unavailable("postgresql: " + std::string(kCommitOutcomeUnknown) + ": " +
+                                 e.what());
     }
   }
 
@@ -232,7 +245,20 @@ class PgStore final : public Store {
  public:
   explicit PgStore(std::string url) : url_(std::move(url)) {}
 
-  Status Init() { return Migrate(); }
+  Status Init() {
+    CORTEX_RETURN_IF_ERROR(Migrate());
+    // fsync = off is server-wide and cannot be overridden per session: a crash of the
+    // machine may then lose or corrupt anything. Said once, at open.
+    return Transaction(/*write=*/false, [&](PgConn& c) {
+      return c.Guard([&] {
+        if (c.tx().exec("SELECT current_setting('fsync')")[0][0].as<std::string>() == "off") {
+          spdlog::warn(
+              "postgresql: the server runs with fsync = off: a crash of its machine may lose "
+              "writes Cortex has acknowledged (turn fsync on in postgresql.conf)");
+        }
+      });
+    });
+  }
 
   Status Read(const std::function<Status(ReadTx&)>& fn) override {
     return Transaction(/*write=*/false, [&](PgConn& c) {
@@ -320,13 +346,23 @@ class PgStore final : public Store {
   Status Transaction(bool write, Fn&& fn, bool slot = true) {
     std::optional<WriteSlot> writing;
     if (write && slot) writing.emplace(*this);
-    auto conn = Acquire();
-    if (!conn.ok()) return conn.status();
-    Lease lease(*this, std::move(*conn));
-    PgConn& c = *lease;
-    CORTEX_RETURN_IF_ERROR(c.Guard([&] { c.Begin(write); }));
-    CORTEX_RETURN_IF_ERROR(fn(c));
-    return c.Commit();
+    // An idle pooled connection may have died with its server (a restart): its BEGIN fails
+    // before anything ran, so the transaction is begun again on another one (each dead one
+    // is dropped, then a new one is opened) rather than failing a request once the server
+    // is back. A server still down fails the new connection: "cannot connect".
+    for (size_t attempt = 0;; ++attempt) {
+      auto conn = Acquire();
+      if (!conn.ok()) return conn.status();
+      Lease lease(*this, std::move(*conn));
+      PgConn& c = *lease;
+      Status begun = c.Guard([&] { c.Begin(write); });
+      if (!begun.ok()) {
+        if (!c.usable() && attempt < kMaxConnections) continue;
+        return begun;
+      }
+      CORTEX_RETURN_IF_ERROR(fn(c));
+      return c.Commit();
+    }
   }
 
   Result<std::unique_ptr<PgConn>> Acquire() {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -21,6 +22,14 @@
 #include "store/workspace_gate.h"
 
 namespace cortex {
+
+// A failed Write() committed nothing, except one whose connection broke during its commit
+// (PostgreSQL): Unavailable with this in its message, as the write may have been committed.
+inline constexpr std::string_view kCommitOutcomeUnknown = "commit outcome unknown";
+inline bool CommitOutcomeUnknown(const Status& st) {
+  return st.code() == Code::kUnavailable &&
+         st.message().find(kCommitOutcomeUnknown) != std::string::npos;
+}
 
 class Store {
  public:

@@ -1,5 +1,7 @@
 #include "tools/action_tools.h"
 
+#include "store/store.h"
+
 namespace cortex {
 
 using nlohmann::json;
@@ -22,6 +24,14 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
   if (!result.ok()) {
     const Status& st = result.status();
     if (st.code() == Code::kConflict) return ToolReply::Error("not_pending", st.message());
+    if (CommitOutcomeUnknown(st)) {
+      return ToolReply::Error("action_engine_error",
+                              "the action engine cannot tell whether this was recorded (" +
+                                  st.message() +
+                                  "); retry it: action.communicate with the same "
+                                  "idempotency_key returns the first call's result if it was, "
+                                  "action.approve and action.reject answer not_pending");
+    }
     if (st.code() == Code::kUnavailable || st.code() == Code::kInternal) {
       return ToolReply::Error("action_engine_error", "the action engine could not record this (" +
                                                          st.message() +
