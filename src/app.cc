@@ -219,6 +219,16 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   // public address is reached by names we cannot guess, unless the operator lists them.
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   router_options.metrics_token = config->http.metrics_token;
+  std::string public_url = options.base_url.empty() ? config->http.public_url : options.base_url;
+  if (!public_url.empty()) {
+    auto base = NormalizeBaseUrl(public_url);
+    if (!base.ok()) {
+      spdlog::error("{}{}", options.base_url.empty() ? "[http] public_url: " : "",
+                    base.status().message());
+      return 2;
+    }
+    router_options.public_url = *base;
+  }
   mcp.SetSessionLimits(config->http.sessions);
   mcp.SetActionConfig(config->actions);
   Metrics metrics;

@@ -99,6 +99,9 @@ struct HttpLimits {
   SessionLimits sessions;
   // GET /metrics: when not empty, only `Authorization: Bearer <metrics_token>` is answered.
   std::string metrics_token;
+  // Where clients reach the server (http(s)://host[:port]), behind a proxy: the OAuth
+  // issuer and resource URLs. Empty: each request's Host. --base-url overrides it.
+  std::string public_url;
 };
 
 }  // namespace cortex

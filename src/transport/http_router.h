@@ -30,6 +30,10 @@ struct RouterOptions {
   bool check_host = true;
   // If set, GET /metrics needs "Authorization: Bearer <it>" ([http] metrics_token).
   std::string metrics_token;
+  // Where clients reach this server (--base-url, [http] public_url): http(s)://host[:port],
+  // the issuer and the resource (<it>/mcp) named in the OAuth metadata. Empty: the request's
+  // own Host, over http.
+  std::string public_url;
 };
 
 class HttpRouter {
@@ -89,6 +93,13 @@ class HttpRouter {
   bool Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
                     RequestLog& log);
   bool OriginAllowed(const std::string& origin) const;
+  // The server's base URL as this request's client sees it (RouterOptions::public_url).
+  std::string BaseUrl(const HttpRequest& req) const;
+  // The 401 challenge: names the protected-resource metadata (RFC 9728 §5.1), and `extra`
+  // (error, scope) after it.
+  std::string Challenge(const HttpRequest& req, const std::string& extra) const;
+  // GET /.well-known/oauth-protected-resource[/mcp] (RFC 9728).
+  HttpResponse ProtectedResourceMetadata(const HttpRequest& req, RequestLog& log);
   bool HostAllowed(const std::string& host) const;
 
   // GET /metrics: its bearer token, if the operator set one; the Host must be allowed.
