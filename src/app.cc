@@ -233,7 +233,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   mcp.SetActionConfig(config->actions);
   Metrics metrics;
   InboxApi inbox(**store, clock, config->actions, registry);
-  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox);
+  OAuthApi oauth(**store, clock);
+  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox, &oauth);
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread if the store suspends it while its write waits
   // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).

@@ -119,14 +119,16 @@ const std::string* HttpRequest::Header(std::string_view name) const {
 }
 
 HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-                       RouterOptions options, AuthContext anonymous, InboxApi* inbox)
+                       RouterOptions options, AuthContext anonymous, InboxApi* inbox,
+                       OAuthApi* oauth)
     : mcp_(mcp),
       store_(store),
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
       anonymous_(std::move(anonymous)),
-      inbox_(inbox) {}
+      inbox_(inbox),
+      oauth_(oauth) {}
 
 std::optional<std::string> HttpRouter::FramingProblem(const HttpRequest& head, bool http11) {
   // Fields whose second copy would make two readers (a proxy, this server) see two requests.
@@ -183,6 +185,7 @@ HttpResponse HttpRouter::TooLarge(std::string_view target) {
 
 bool HttpRouter::OriginAllowed(const std::string& origin) const {
   std::string o = AsciiLower(origin);
+  if (!options_.public_url.empty() && o == AsciiLower(options_.public_url)) return true;
   for (const std::string& allowed : options_.allowed_origins) {
     if (o == AsciiLower(allowed)) return true;
   }
@@ -277,7 +280,8 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
     *reject = Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
     reject->headers.emplace_back("WWW-Authenticate", Challenge(req, "error=\"invalid_request\""));
   } else {
-    auto ctx = cortex::Authenticate(store_, header->substr(7));
+    // An OAuth token is good only for the resource it was issued for (its audience).
+    auto ctx = cortex::Authenticate(store_, header->substr(7), clock_, BaseUrl(req) + "/mcp");
     if (ctx.ok()) {
       *auth = std::move(*ctx);
       return true;
@@ -306,13 +310,15 @@ std::string HttpRouter::RouteName(std::string_view method, std::string_view targ
   bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" ||
                path == "/v1/episodes" || path == kResourceMetadata || path == kResourceMetadataMcp;
   bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
+  if (OAuthApi::Handles(path)) known = true;
   // The inbox's pages and requests are few and fixed, but a client may name any path below.
-  if (InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
+  if (!known && InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
   return std::string(known_method ? method : "OTHER") + " " +
          std::string(known || InboxApi::Handles(path) ? path : "other");
 }
 
 bool HttpRouter::MayWrite(const HttpRequest& req) const {
+  if (OAuthApi::Handles(req.target)) return OAuthApi::MayWrite(req);
   if (InboxApi::Handles(req.target)) return InboxApi::MayWrite(req);
   if (req.method == "DELETE") return true;
   if (req.method != "POST") return false;
@@ -349,9 +355,11 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   }
   bool is_resource_metadata = path == kResourceMetadata || path == kResourceMetadataMcp;
   bool is_metrics = path == "/metrics";
-  bool is_inbox = inbox_ != nullptr && InboxApi::Handles(path);
+  bool is_oauth = oauth_ != nullptr && OAuthApi::Handles(path);
+  bool is_inbox = !is_oauth && inbox_ != nullptr && InboxApi::Handles(path);
   bool is_mcp = path == "/mcp";
-  if (!is_metrics && !is_mcp && !is_inbox && !is_resource_metadata && path != "/v1/episodes") {
+  if (!is_metrics && !is_mcp && !is_inbox && !is_oauth && !is_resource_metadata &&
+      path != "/v1/episodes") {
     log.status = "not_found";
     return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
@@ -364,6 +372,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   }
   // Public metadata, for any origin (after the Host check: it names the server by its Host).
   if (is_resource_metadata) return ProtectedResourceMetadata(req, log);
+  // The authorization server's endpoints for clients, which a browser-based client calls
+  // from its own origin; the consent page (/inbox/authorize) keeps the Origin check.
+  if (is_oauth && path.rfind("/inbox/", 0) != 0) {
+    std::optional<SharedReads> reads;
+    if (!MayWrite(req)) reads.emplace(store_);
+    return oauth_->Handle(req, BaseUrl(req), log);
+  }
   if (const std::string* origin = req.Header("origin");
       origin != nullptr && !OriginAllowed(*origin)) {
     log.status = "forbidden_origin";
@@ -378,6 +393,7 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   if (!MayWrite(req)) snapshot.emplace(store_);
   // The inbox signs its person in with its own session cookie, not a bearer token.
   if (is_inbox) return inbox_->Handle(req, log);
+  if (is_oauth) return oauth_->Handle(req, BaseUrl(req), log);
   AuthContext auth;
   HttpResponse reject;
   if (!Authenticate(req, &auth, &reject, log)) return reject;

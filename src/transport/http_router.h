@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "transport/http_types.h"
 #include "web/inbox_api.h"
+#include "web/oauth_api.h"
 
 namespace cortex {
 
@@ -38,9 +39,11 @@ struct RouterOptions {
 
 class HttpRouter {
  public:
-  // `inbox`, if given, serves the web inbox under /inbox/.
+  // `inbox`, if given, serves the web inbox under /inbox/; `oauth`, the authorization server
+  // (its metadata, /oauth/..., and the consent page /inbox/authorize).
   HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr);
+             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr,
+             OAuthApi* oauth = nullptr);
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
@@ -112,6 +115,7 @@ class HttpRouter {
   RouterOptions options_;
   AuthContext anonymous_;
   InboxApi* inbox_;
+  OAuthApi* oauth_;
 };
 
 }  // namespace cortex

@@ -146,6 +146,8 @@ InboxApi::InboxApi(Store& store, const Clock& clock, const ActionConfig& actions
                    const ToolRegistry& tools)
     : store_(store), clock_(clock), actions_(actions), tools_(tools) {}
 
+std::string InboxApi::SessionSecret(const HttpRequest& req) { return CookieValue(req, kCookie); }
+
 bool InboxApi::Handles(std::string_view path) {
   path = PathOf(path);
   return path == "/inbox" || path.rfind("/inbox/", 0) == 0;

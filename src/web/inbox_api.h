@@ -26,6 +26,8 @@ class InboxApi {
            const ToolRegistry& tools);
 
   static bool Handles(std::string_view path);
+  // The inbox session's secret the request's cookie carries, or "".
+  static std::string SessionSecret(const HttpRequest& req);
   // Whether handling `req` may write (signing in, approving, rejecting, moving trust,
   // signing out).
   static bool MayWrite(const HttpRequest& req);
