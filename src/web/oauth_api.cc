@@ -81,7 +81,9 @@ HttpResponse Page(int status, const std::string& title, const std::string& body,
            body + "</main></body></html>";
   r.headers.emplace_back("Cache-Control", "no-store");
   r.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  r.headers.emplace_back("Referrer-Policy", "no-referrer");
+  // same-origin, not no-referrer: with no-referrer the browser posts the form with
+  // "Origin: null", which the Origin check refuses; nothing is sent to another origin.
+  r.headers.emplace_back("Referrer-Policy", "same-origin");
   r.headers.emplace_back("X-Frame-Options", "DENY");
   // form-action also governs where the form's answer redirects: the app's redirect URI.
   r.headers.emplace_back("Content-Security-Policy",
