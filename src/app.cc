@@ -20,6 +20,7 @@
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/actions.h"
+#include "store/oauth.h"
 #include "store/outbox.h"
 #include "store/quotas.h"
 #include "store/sessions.h"
@@ -96,7 +97,8 @@ class BackgroundWork {
   }
 
   // Forgets sessions idle past their expiry, call counts of past minutes and days, pushed
-  // events past their retention and idempotency keys past their lifetime.
+  // events past their retention, idempotency keys past their lifetime, and OAuth codes and
+  // refresh tokens a day past their expiry.
   // Every instance sweeps; a sweep that collides with another's just tries next time.
   void SweepOnceAMinute() {
     TimePoint now = clock_.Now();
@@ -109,6 +111,8 @@ class BackgroundWork {
       CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
       CORTEX_RETURN_IF_ERROR(tx.outbox().DeleteEventsBefore(now - kPushRetention));
       CORTEX_RETURN_IF_ERROR(tx.actions().DeleteIdempotentBefore(now - kIdempotencyKeyLifetime));
+      // A day's grace: a code replayed just after it expired still revokes what it gave.
+      CORTEX_RETURN_IF_ERROR(tx.oauth().DeleteExpiredBefore(now - std::chrono::hours(24)));
       return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());

@@ -5,6 +5,7 @@
 #include "core/crypto.h"
 #include "core/time.h"
 #include "engines/tokens.h"
+#include "store/oauth.h"
 #include "store/tokens.h"
 #include "testing/temp_store.h"
 
@@ -106,6 +107,24 @@ TEST_F(OAuthTest, AnExpiredCodeIsRefusedAndIssuesNothing) {
   ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
     auto tokens = tx.tokens().List(ws->id);
     EXPECT_TRUE(tokens.ok() && tokens->empty());
+    return Status::Ok();
+  }).ok());
+}
+
+TEST_F(OAuthTest, ExpiredCodesAndRefreshTokensAreForgotten) {
+  std::string code = Code(verifier_);
+  OAuthReply r = Exchange(Code(verifier_), verifier_);
+  ASSERT_EQ(r.status, 200);
+  clock_.Advance(kOAuthRefreshLifetime + std::chrono::hours(1));
+  ASSERT_TRUE(store_->Write([&](WriteTx& tx) {
+    return tx.oauth().DeleteExpiredBefore(clock_.Now());
+  }).ok());
+  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
+    EXPECT_EQ(tx.oauth().FindCode(Sha256Hex(code)).status().code(), Code::kNotFound);
+    EXPECT_EQ(tx.oauth().FindRefresh(Sha256Hex(r.body["refresh_token"].get<std::string>()))
+                  .status()
+                  .code(),
+              Code::kNotFound);
     return Status::Ok();
   }).ok());
 }

@@ -444,6 +444,9 @@ CREATE TABLE oauth_refresh_tokens (
   expires_at   INTEGER NOT NULL,
   used_at      INTEGER
 );
+-- Codes and refresh tokens are forgotten once expired (the background sweep).
+CREATE INDEX oauth_codes_by_expiry ON oauth_codes(expires_at);
+CREATE INDEX oauth_refresh_tokens_by_expiry ON oauth_refresh_tokens(expires_at);
 ALTER TABLE tokens ADD COLUMN client_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
 ALTER TABLE tokens ADD COLUMN resource TEXT NOT NULL DEFAULT '';

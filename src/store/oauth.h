@@ -65,6 +65,8 @@ class OAuthWriter : public OAuthReader {
   Status InsertRefresh(const OAuthRefresh& r);
   // Spends a refresh token: Conflict if it was spent already.
   Status SpendRefresh(const std::string& hash, TimePoint at);
+  // Forgets codes and refresh tokens that expired before `t`, in every workspace.
+  Status DeleteExpiredBefore(TimePoint t);
 };
 
 inline OAuthReader ReadTx::oauth() const { return OAuthReader(s_); }

@@ -99,4 +99,11 @@ Status OAuthWriter::SpendRefresh(const std::string& hash, TimePoint at) {
                                 : Status::Conflict("the refresh token was already used");
 }
 
+Status OAuthWriter::DeleteExpiredBefore(TimePoint t) {
+  Stmt codes = s_.conn.Prepare("DELETE FROM oauth_codes WHERE expires_at < ?");
+  CORTEX_RETURN_IF_ERROR(codes.Bind(1, t).Run());
+  Stmt refresh = s_.conn.Prepare("DELETE FROM oauth_refresh_tokens WHERE expires_at < ?");
+  return refresh.Bind(1, t).Run();
+}
+
 }  // namespace cortex
