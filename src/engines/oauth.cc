@@ -284,8 +284,8 @@ AuthorizeCheck CheckAuthorize(Store& store, const OAuthParams& params,
     if (*parsed == 0) return fail("invalid_scope", "scope names no scope");
     scopes = *parsed;
   }
-  out.request = AuthorizeRequest{client->id, client->name, redirect,  out.state,
-                                 *challenge, scopes,       resource};
+  out.request =
+      AuthorizeRequest{client->id, client->name, redirect, out.state, *challenge, scopes, resource};
   return out;
 }
 
@@ -434,7 +434,8 @@ OAuthReply Refresh(Store& store, const Clock& clock, const OAuthParams& params,
   std::string access, refresh;
   unsigned scopes = 0;
   auto invalid = [&] {
-    refused = Refuse(400, "invalid_grant", "the refresh token is unknown, used, expired or revoked");
+    refused =
+        Refuse(400, "invalid_grant", "the refresh token is unknown, used, expired or revoked");
     return Status::Ok();
   };
   Status st = store.Write([&](WriteTx& tx) -> Status {
@@ -457,8 +458,9 @@ OAuthReply Refresh(Store& store, const Clock& clock, const OAuthParams& params,
     }
     if (token->revoked_at || clock.Now() >= row->expires_at) return invalid();
     if (asked && (*asked & ~token->scopes) != 0) {
-      refused = Refuse(400, "invalid_scope",
-                       "scope may not exceed what was granted: " + FormatOAuthScopes(token->scopes));
+      refused =
+          Refuse(400, "invalid_scope",
+                 "scope may not exceed what was granted: " + FormatOAuthScopes(token->scopes));
       return Status::Ok();
     }
     Status spent = tx.oauth().SpendRefresh(row->hash, clock.Now());

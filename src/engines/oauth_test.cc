@@ -85,8 +85,7 @@ TEST_F(OAuthTest, ACodeBecomesATokenBoundToItsWorkspaceAndResource) {
             Code::kUnauthorized);
   // It expires after an hour; the refresh token gives a new one.
   clock_.Advance(kOAuthAccessLifetime);
-  EXPECT_EQ(Authenticate(*store_, access, clock_, kResource).status().code(),
-            Code::kUnauthorized);
+  EXPECT_EQ(Authenticate(*store_, access, clock_, kResource).status().code(), Code::kUnauthorized);
   OAuthReply fresh = ExchangeToken(*store_, clock_,
                                    {{"grant_type", "refresh_token"},
                                     {"refresh_token", r.body["refresh_token"]},
@@ -104,11 +103,13 @@ TEST_F(OAuthTest, AnExpiredCodeIsRefusedAndIssuesNothing) {
   EXPECT_EQ(r.body["error"], "invalid_grant");
   EXPECT_FALSE(r.body.contains("access_token"));
   auto ws = FindWorkspace(*store_, "alpha");
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    auto tokens = tx.tokens().List(ws->id);
-    EXPECT_TRUE(tokens.ok() && tokens->empty());
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto tokens = tx.tokens().List(ws->id);
+                    EXPECT_TRUE(tokens.ok() && tokens->empty());
+                    return Status::Ok();
+                  })
+                  .ok());
 }
 
 TEST_F(OAuthTest, ExpiredCodesAndRefreshTokensAreForgotten) {
@@ -116,17 +117,21 @@ TEST_F(OAuthTest, ExpiredCodesAndRefreshTokensAreForgotten) {
   OAuthReply r = Exchange(Code(verifier_), verifier_);
   ASSERT_EQ(r.status, 200);
   clock_.Advance(kOAuthRefreshLifetime + std::chrono::hours(1));
-  ASSERT_TRUE(store_->Write([&](WriteTx& tx) {
-    return tx.oauth().DeleteExpiredBefore(clock_.Now());
-  }).ok());
-  ASSERT_TRUE(store_->Read([&](ReadTx& tx) {
-    EXPECT_EQ(tx.oauth().FindCode(Sha256Hex(code)).status().code(), Code::kNotFound);
-    EXPECT_EQ(tx.oauth().FindRefresh(Sha256Hex(r.body["refresh_token"].get<std::string>()))
-                  .status()
-                  .code(),
-              Code::kNotFound);
-    return Status::Ok();
-  }).ok());
+  ASSERT_TRUE(
+      store_->Write([&](WriteTx& tx) { return tx.oauth().DeleteExpiredBefore(clock_.Now()); })
+          .ok());
+  ASSERT_TRUE(
+      store_
+          ->Read([&](ReadTx& tx) {
+            EXPECT_EQ(tx.oauth().FindCode(Sha256Hex(code)).status().code(), Code::kNotFound);
+            EXPECT_EQ(tx.oauth()
+                          .FindRefresh(Sha256Hex(r.body["refresh_token"].get<std::string>()))
+                          .status()
+                          .code(),
+                      Code::kNotFound);
+            return Status::Ok();
+          })
+          .ok());
 }
 
 TEST_F(OAuthTest, RedirectUris) {

@@ -5,8 +5,8 @@
 namespace cortex {
 
 Result<OAuthClient> OAuthReader::FindClient(const std::string& client_id) {
-  Stmt s = s_.conn.Prepare(
-      "SELECT id, name, redirect_uris, created_at FROM oauth_clients WHERE id = ?");
+  Stmt s =
+      s_.conn.Prepare("SELECT id, name, redirect_uris, created_at FROM oauth_clients WHERE id = ?");
   s.Bind(1, client_id);
   return OneRow(s, "unknown client", [](const Stmt& r) {
     OAuthClient c{r.Text(0), r.Text(1), {}, r.Time(3)};
@@ -21,10 +21,9 @@ Result<OAuthCode> OAuthReader::FindCode(const std::string& hash) {
       " session_id, created_at, expires_at, used_at, token_id FROM oauth_codes WHERE hash = ?");
   s.Bind(1, hash);
   return OneRow(s, "unknown code", [](const Stmt& r) {
-    return OAuthCode{r.Text(0), r.Text(1), r.Text(2), r.Text(3),
-                     r.Text(4), static_cast<unsigned>(r.Int(5)),
-                     r.Text(6), r.Text(7), r.Time(8), r.Time(9),
-                     r.OptTime(10), r.Text(11)};
+    return OAuthCode{
+        r.Text(0), r.Text(1), r.Text(2), r.Text(3), r.Text(4),     static_cast<unsigned>(r.Int(5)),
+        r.Text(6), r.Text(7), r.Time(8), r.Time(9), r.OptTime(10), r.Text(11)};
   });
 }
 
@@ -42,11 +41,7 @@ Status OAuthWriter::InsertClient(const OAuthClient& c) {
   Stmt s = s_.conn.Prepare(
       "INSERT INTO oauth_clients (id, name, redirect_uris, created_at) VALUES (?, ?, ?, ?)");
   const std::string uris = DumpJson(nlohmann::json(c.redirect_uris));
-  return s.Bind(1, c.id)
-      .Bind(2, c.name)
-      .Bind(3, uris)
-      .Bind(4, c.created_at)
-      .Run();
+  return s.Bind(1, c.id).Bind(2, c.name).Bind(3, uris).Bind(4, c.created_at).Run();
 }
 
 Status OAuthWriter::InsertCode(const OAuthCode& c) {

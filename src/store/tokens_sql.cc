@@ -8,18 +8,17 @@ namespace cortex {
 
 namespace {
 TokenRecord TokenRow(const Stmt& s) {
-  return TokenRecord{s.Text(0),    s.Text(1),    s.Text(2),
-                     s.Text(3),    static_cast<unsigned>(s.Int(4)),
-                     s.Time(5),    s.OptTime(6), s.Text(7),
-                     s.OptTime(8), s.Text(9)};
+  return TokenRecord{
+      s.Text(0), s.Text(1),    s.Text(2), s.Text(3),    static_cast<unsigned>(s.Int(4)),
+      s.Time(5), s.OptTime(6), s.Text(7), s.OptTime(8), s.Text(9)};
 }
 }  // namespace
 
 Result<TokenRecord> TokensReader::FindByHash(const std::string& hash) {
   return s_.Remembered(&StableRows::tokens, hash, [&]() -> Result<TokenRecord> {
-    Stmt s = s_.conn.Prepare(
-        "SELECT " TOKEN_COLUMNS " FROM tokens "
-        "WHERE hash = ?");
+    Stmt s = s_.conn.Prepare("SELECT " TOKEN_COLUMNS
+                             " FROM tokens "
+                             "WHERE hash = ?");
     s.Bind(1, hash);
     return OneRow(s, "unknown token", TokenRow);
   });
@@ -27,16 +26,17 @@ Result<TokenRecord> TokensReader::FindByHash(const std::string& hash) {
 
 Result<std::vector<TokenRecord>> TokensReader::List(const std::string& ws) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s = s_.conn.Prepare(
-      "SELECT " TOKEN_COLUMNS " FROM tokens "
-      "WHERE workspace_id = ? ORDER BY id");
+  Stmt s = s_.conn.Prepare("SELECT " TOKEN_COLUMNS
+                           " FROM tokens "
+                           "WHERE workspace_id = ? ORDER BY id");
   s.Bind(1, ws);
   return AllRows(s, TokenRow);
 }
 
 Result<TokenRecord> TokensReader::Get(const std::string& ws, const std::string& token_id) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s = s_.conn.Prepare("SELECT " TOKEN_COLUMNS " FROM tokens WHERE workspace_id = ? AND id = ?");
+  Stmt s =
+      s_.conn.Prepare("SELECT " TOKEN_COLUMNS " FROM tokens WHERE workspace_id = ? AND id = ?");
   s.Bind(1, ws).Bind(2, token_id);
   return OneRow(s, "no token " + token_id + " in workspace", TokenRow);
 }
@@ -54,8 +54,8 @@ Status TokensWriter::Rotate(const std::string& ws, const std::string& token_id,
 
 Status TokensWriter::Insert(const TokenRecord& t) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(t.workspace_id));
-  Stmt s = s_.conn.Prepare(
-      "INSERT INTO tokens (" TOKEN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Stmt s = s_.conn.Prepare("INSERT INTO tokens (" TOKEN_COLUMNS
+                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   return s.Bind(1, t.id)
       .Bind(2, t.workspace_id)
       .Bind(3, t.hash)

@@ -15,9 +15,9 @@ namespace {
 constexpr std::string_view kServerMetadata = "/.well-known/oauth-authorization-server";
 constexpr std::string_view kAuthorize = "/inbox/authorize";
 // The authorization request's parameters the consent form carries back.
-constexpr const char* kRequestFields[] = {"client_id", "redirect_uri",          "state",
-                                          "response_type", "code_challenge", "code_challenge_method",
-                                          "scope",     "resource"};
+constexpr const char* kRequestFields[] = {
+    "client_id",      "redirect_uri",          "state", "response_type",
+    "code_challenge", "code_challenge_method", "scope", "resource"};
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 std::string_view QueryOf(std::string_view target) {
@@ -29,12 +29,23 @@ std::string Escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -72,13 +83,14 @@ HttpResponse Page(int status, const std::string& title, const std::string& body,
   HttpResponse r;
   r.status = status;
   r.content_type = "text/html; charset=utf-8";
-  r.body = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-           "<title>" +
-           Escape(title) +
-           " - Cortex</title><link rel=\"stylesheet\" href=\"/inbox/inbox.css\"></head>"
-           "<body><main class=\"consent\">" +
-           body + "</main></body></html>";
+  r.body =
+      "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>" +
+      Escape(title) +
+      " - Cortex</title><link rel=\"stylesheet\" href=\"/inbox/inbox.css\"></head>"
+      "<body><main class=\"consent\">" +
+      body + "</main></body></html>";
   r.headers.emplace_back("Cache-Control", "no-store");
   r.headers.emplace_back("X-Content-Type-Options", "nosniff");
   // same-origin, not no-referrer: with no-referrer the browser posts the form with
@@ -166,21 +178,21 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
     if (req.method != "GET" && req.method != "HEAD") {
       return Refusal(405, "invalid_request", "use GET", log);
     }
-    HttpResponse r = JsonAnswer(
-        200, {{"issuer", base},
-              {"authorization_endpoint", base + std::string(kAuthorize)},
-              {"token_endpoint", base + "/oauth/token"},
-              {"registration_endpoint", base + "/oauth/register"},
-              {"revocation_endpoint", base + "/oauth/revoke"},
-              {"scopes_supported", {"read", "act", "approve"}},
-              {"response_types_supported", {"code"}},
-              {"response_modes_supported", {"query"}},
-              {"grant_types_supported", {"authorization_code", "refresh_token"}},
-              {"code_challenge_methods_supported", {"S256"}},
-              {"token_endpoint_auth_methods_supported", {"none"}},
-              {"revocation_endpoint_auth_methods_supported", {"none"}},
-              {"authorization_response_iss_parameter_supported", true},
-              {"service_documentation", base + "/inbox/"}});
+    HttpResponse r =
+        JsonAnswer(200, {{"issuer", base},
+                         {"authorization_endpoint", base + std::string(kAuthorize)},
+                         {"token_endpoint", base + "/oauth/token"},
+                         {"registration_endpoint", base + "/oauth/register"},
+                         {"revocation_endpoint", base + "/oauth/revoke"},
+                         {"scopes_supported", {"read", "act", "approve"}},
+                         {"response_types_supported", {"code"}},
+                         {"response_modes_supported", {"query"}},
+                         {"grant_types_supported", {"authorization_code", "refresh_token"}},
+                         {"code_challenge_methods_supported", {"S256"}},
+                         {"token_endpoint_auth_methods_supported", {"none"}},
+                         {"revocation_endpoint_auth_methods_supported", {"none"}},
+                         {"authorization_response_iss_parameter_supported", true},
+                         {"service_documentation", base + "/inbox/"}});
     r.headers[0] = {"Cache-Control", "max-age=300"};
     return r;
   }
@@ -193,10 +205,9 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
     return Reply(RegisterClient(store_, clock_, metadata), log);
   }
   const std::string* type = req.Header("content-type");
-  if (type == nullptr ||
-      AsciiLower(*type).rfind("application/x-www-form-urlencoded", 0) != 0) {
-    return Refusal(400, "invalid_request",
-                   "the body must be application/x-www-form-urlencoded", log);
+  if (type == nullptr || AsciiLower(*type).rfind("application/x-www-form-urlencoded", 0) != 0) {
+    return Refusal(400, "invalid_request", "the body must be application/x-www-form-urlencoded",
+                   log);
   }
   auto params = ParseForm(req.body);
   if (!params.ok()) return Refusal(400, "invalid_request", params.status().message(), log);
@@ -207,20 +218,20 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
                    "send client_id, no secret",
                    log);
   }
-  if (path == "/oauth/token") return Reply(ExchangeToken(store_, clock_, *params, base + "/mcp"), log);
+  if (path == "/oauth/token")
+    return Reply(ExchangeToken(store_, clock_, *params, base + "/mcp"), log);
   return Reply(RevokeOAuthToken(store_, clock_, *params), log);
 }
 
-HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base,
-                                 RequestLog& log) {
+HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base, RequestLog& log) {
   auto params = ParseForm(QueryOf(req.target));
   if (!params.ok()) return BadRequestPage(params.status().message(), log);
   AuthorizeCheck check = CheckAuthorize(store_, *params, base + "/mcp");
   if (!check.request) {
     if (check.redirect_uri.empty()) return BadRequestPage(check.description, log);
     log.status = check.error;
-    return Redirect(302, ErrorRedirect(check.redirect_uri, check.error, check.description,
-                                       check.state, base));
+    return Redirect(
+        302, ErrorRedirect(check.redirect_uri, check.error, check.description, check.state, base));
   }
   const AuthorizeRequest& ask = *check.request;
   std::string secret = InboxApi::SessionSecret(req);
@@ -238,8 +249,7 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
     // Arriving from the app's site, the browser withholds the SameSite=Strict session
     // cookie; a navigation this page starts is same-site, so it is sent then.
     if (params->count("cortex_retry") == 0) {
-      HttpResponse r = Page(200, "Signing in",
-                            "<p>Checking your inbox session...</p>");
+      HttpResponse r = Page(200, "Signing in", "<p>Checking your inbox session...</p>");
       r.body.insert(r.body.find("</head>"),
                     "<meta http-equiv=\"refresh\" content=\"0;url=" +
                         Escape(std::string(req.target) + "&cortex_retry=1") + "\">");
@@ -270,31 +280,28 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
     // `approve` is a person's: never granted by default, only by ticking it.
     bool checked = scope != kScopeApprove;
     scopes += "<li><label><input type=\"checkbox\" name=\"grant_" + name + "\" value=\"on\"" +
-              (checked ? " checked" : "") + "> <strong>" + name + "</strong>: " +
-              ScopeText(scope) + "</label></li>";
+              (checked ? " checked" : "") + "> <strong>" + name + "</strong>: " + ScopeText(scope) +
+              "</label></li>";
   }
   std::string redirect_host = FormTarget(ask.redirect_uri);
-  return Page(200, "Connect " + ask.client_name,
-              "<h1>Connect <span id=\"client-name\">" + Escape(ask.client_name) +
-                  "</span> to your Cortex?</h1><p>Workspace <strong>" +
-                  Escape(person->workspace_name) +
-                  "</strong>. After you decide, your browser goes back to <code>" +
-                  Escape(redirect_host) +
-                  "</code>.</p><form method=\"post\" action=\"/inbox/authorize\">" + hidden +
-                  "<p>It asks to:</p><ul class=\"scopes\">" + scopes +
-                  "</ul><p>You can disconnect it at any time in the inbox or with "
-                  "<code>cortex token revoke</code>.</p><p><button type=\"submit\" "
-                  "name=\"decision\" value=\"allow\" id=\"allow\">Allow</button> "
-                  "<button type=\"submit\" name=\"decision\" value=\"deny\" "
-                  "id=\"deny\">Deny</button></p></form>",
-              redirect_host);
+  return Page(
+      200, "Connect " + ask.client_name,
+      "<h1>Connect <span id=\"client-name\">" + Escape(ask.client_name) +
+          "</span> to your Cortex?</h1><p>Workspace <strong>" + Escape(person->workspace_name) +
+          "</strong>. After you decide, your browser goes back to <code>" + Escape(redirect_host) +
+          "</code>.</p><form method=\"post\" action=\"/inbox/authorize\">" + hidden +
+          "<p>It asks to:</p><ul class=\"scopes\">" + scopes +
+          "</ul><p>You can disconnect it at any time in the inbox or with "
+          "<code>cortex token revoke</code>.</p><p><button type=\"submit\" "
+          "name=\"decision\" value=\"allow\" id=\"allow\">Allow</button> "
+          "<button type=\"submit\" name=\"decision\" value=\"deny\" "
+          "id=\"deny\">Deny</button></p></form>",
+      redirect_host);
 }
 
-HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base,
-                               RequestLog& log) {
+HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base, RequestLog& log) {
   const std::string* type = req.Header("content-type");
-  if (type == nullptr ||
-      AsciiLower(*type).rfind("application/x-www-form-urlencoded", 0) != 0) {
+  if (type == nullptr || AsciiLower(*type).rfind("application/x-www-form-urlencoded", 0) != 0) {
     return BadRequestPage("the consent form must be posted as a form", log);
   }
   auto params = ParseForm(req.body);
@@ -328,8 +335,8 @@ HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base,
   if (!check.request) {
     if (check.redirect_uri.empty()) return BadRequestPage(check.description, log);
     log.status = check.error;
-    return Redirect(303, ErrorRedirect(check.redirect_uri, check.error, check.description,
-                                       check.state, base));
+    return Redirect(
+        303, ErrorRedirect(check.redirect_uri, check.error, check.description, check.state, base));
   }
   const AuthorizeRequest& ask = *check.request;
   auto decision = params->find("decision");
@@ -341,12 +348,12 @@ HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base,
   granted &= ask.scopes;  // never more than the app asked for
   if (decision == params->end() || decision->second != "allow" || granted == 0) {
     log.status = "access_denied";
-    return Redirect(303, ErrorRedirect(ask.redirect_uri, "access_denied",
-                                       granted == 0 && decision != params->end() &&
-                                               decision->second == "allow"
-                                           ? "no scope was granted"
-                                           : "the person denied the request",
-                                       ask.state, base));
+    return Redirect(
+        303, ErrorRedirect(ask.redirect_uri, "access_denied",
+                           granted == 0 && decision != params->end() && decision->second == "allow"
+                               ? "no scope was granted"
+                               : "the person denied the request",
+                           ask.state, base));
   }
   auto location = IssueCode(store_, clock_, ask, *person, granted, base);
   if (!location.ok()) {
