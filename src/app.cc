@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "connectors/https_fetch.h"
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/metrics.h"
@@ -237,7 +238,10 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   mcp.SetActionConfig(config->actions);
   Metrics metrics;
   InboxApi inbox(**store, clock, config->actions, registry);
-  OAuthApi oauth(**store, clock);
+  HttpsFetchLimits fetch_limits;
+  fetch_limits.ca_file = config->http.client_metadata_ca_file;
+  OAuthApi oauth(**store, clock,
+                 [fetch_limits](const std::string& url) { return HttpsGet(url, fetch_limits); });
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox, &oauth);
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread if the store suspends it while its write waits

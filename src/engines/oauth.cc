@@ -212,8 +212,69 @@ OAuthReply RegisterClient(Store& store, const Clock& clock, const json& metadata
                               {"token_endpoint_auth_method", "none"}}};
 }
 
-AuthorizeCheck CheckAuthorize(Store& store, const OAuthParams& params,
-                              const std::string& resource) {
+namespace {
+
+// The client a client ID metadata document at `url` describes: from the store if read
+// within kClientMetadataCache, else fetched, checked and remembered.
+Result<OAuthClient> MetadataClient(Store& store, const Clock& clock,
+                                   const ClientMetadataFetch& fetch, const std::string& url) {
+  auto parts = SplitUri(url);
+  bool has_path = parts && parts->rest.size() > 1 && parts->rest[0] == '/';
+  if (!parts || parts->scheme != "https" || HostOf(parts->authority).empty() || !has_path ||
+      url.size() > kOAuthMaxUriBytes || url.find_first_of("#\" <>") != std::string::npos) {
+    return Status::InvalidArgument(
+        "a client_id URL must be https:// with a path, no fragment and no user info");
+  }
+  std::optional<OAuthClient> cached;
+  CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
+    auto c = tx.oauth().FindClient(url);
+    if (c.ok()) cached = std::move(*c);
+    return c.ok() || c.status().code() == Code::kNotFound ? Status::Ok() : c.status();
+  }));
+  if (cached && clock.Now() - cached->created_at < kClientMetadataCache) return *cached;
+  if (!fetch) return Status::InvalidArgument("this server does not read client metadata documents");
+  auto body = fetch(url);
+  if (!body.ok()) {
+    return Status::InvalidArgument("the client's metadata document cannot be used: " +
+                                   body.status().message());
+  }
+  json doc = ParseJson(*body);
+  if (!doc.is_object() || doc.value("client_id", json()) != url) {
+    return Status::InvalidArgument(
+        "the client's metadata document must be a JSON object whose client_id is its own URL");
+  }
+  if (doc.contains("token_endpoint_auth_method") && doc["token_endpoint_auth_method"] != "none") {
+    return Status::InvalidArgument(
+        "the client's metadata document: token_endpoint_auth_method must be none");
+  }
+  OAuthClient client;
+  client.id = url;
+  const json& uris = doc.value("redirect_uris", json());
+  if (!uris.is_array() || uris.empty() || uris.size() > kOAuthMaxRedirectUris) {
+    return Status::InvalidArgument("the client's metadata document needs 1 to " +
+                                   std::to_string(kOAuthMaxRedirectUris) + " redirect_uris");
+  }
+  for (const json& u : uris) {
+    if (!u.is_string() || !RedirectUriAllowed(u.get<std::string>())) {
+      return Status::InvalidArgument(
+          "the client's metadata document names a redirect URI that is not https, loopback "
+          "http or a private-use scheme");
+    }
+    client.redirect_uris.push_back(u.get<std::string>());
+  }
+  const json& name = doc.value("client_name", json());
+  client.name = name.is_string() ? Utf8Prefix(name.get<std::string>(), kOAuthMaxNameBytes)
+                                  : parts->authority;
+  if (client.name.empty()) client.name = parts->authority;
+  client.created_at = clock.Now();
+  CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.oauth().PutClient(client); }));
+  return client;
+}
+
+}  // namespace
+
+AuthorizeCheck CheckAuthorize(Store& store, const Clock& clock, const OAuthParams& params,
+                              const std::string& resource, const ClientMetadataFetch& fetch) {
   AuthorizeCheck out;
   const std::string* client_id = Param(params, "client_id");
   if (client_id == nullptr) {
@@ -222,11 +283,25 @@ AuthorizeCheck CheckAuthorize(Store& store, const OAuthParams& params,
     return out;
   }
   std::optional<OAuthClient> client;
-  Status st = store.Read([&](ReadTx& tx) -> Status {
-    auto c = tx.oauth().FindClient(*client_id);
-    if (c.ok()) client = std::move(*c);
-    return c.ok() || c.status().code() == Code::kNotFound ? Status::Ok() : c.status();
-  });
+  Status st;
+  if (client_id->find("://") != std::string::npos) {
+    auto c = MetadataClient(store, clock, fetch, *client_id);
+    if (c.ok()) {
+      client = std::move(*c);
+    } else if (c.status().code() == Code::kInvalidArgument) {
+      out.error = "invalid_request";
+      out.description = c.status().message();
+      return out;
+    } else {
+      st = c.status();
+    }
+  } else {
+    st = store.Read([&](ReadTx& tx) -> Status {
+      auto c = tx.oauth().FindClient(*client_id);
+      if (c.ok()) client = std::move(*c);
+      return c.ok() || c.status().code() == Code::kNotFound ? Status::Ok() : c.status();
+    });
+  }
   if (!st.ok()) {
     out.error = "temporarily_unavailable";
     out.description = "the store cannot answer; retry";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,6 +24,12 @@ inline constexpr std::chrono::hours kOAuthRefreshLifetime{24 * 30};
 inline constexpr size_t kOAuthMaxRedirectUris = 10;
 inline constexpr size_t kOAuthMaxUriBytes = 2000;
 inline constexpr size_t kOAuthMaxNameBytes = 200;
+// A client ID metadata document is fetched again after this long.
+inline constexpr std::chrono::hours kClientMetadataCache{1};
+
+// Fetches a client ID metadata document (an https:// client_id) and returns its body
+// (connectors/https_fetch.h, with its size and time limits); an error says why not.
+using ClientMetadataFetch = std::function<Result<std::string>(const std::string& url)>;
 
 // Form or query parameters, each named once.
 using OAuthParams = std::map<std::string, std::string>;
@@ -72,8 +79,12 @@ struct AuthorizeCheck {
   std::string state;
 };
 
-// Checks an authorization request for resource `resource` (this server's /mcp URL).
-AuthorizeCheck CheckAuthorize(Store& store, const OAuthParams& params, const std::string& resource);
+// Checks an authorization request for resource `resource` (this server's /mcp URL). A
+// client_id that is an https:// URL names a client ID metadata document, read through
+// `fetch` (none: such clients are refused) and remembered for kClientMetadataCache.
+AuthorizeCheck CheckAuthorize(Store& store, const Clock& clock, const OAuthParams& params,
+                              const std::string& resource,
+                              const ClientMetadataFetch& fetch = nullptr);
 
 // The person allowed the request with scopes `granted` (a subset of what was asked):
 // stores a code and returns the URL to send the browser to (code, state, iss).

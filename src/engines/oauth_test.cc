@@ -39,7 +39,7 @@ class OAuthTest : public ::testing::Test {
 
   // A code for `verifier`, granted `scopes`.
   std::string Code(const std::string& verifier, unsigned scopes = kScopeRead | kScopeAct) {
-    AuthorizeCheck check = CheckAuthorize(*store_,
+    AuthorizeCheck check = CheckAuthorize(*store_, clock_,
                                           {{"client_id", client_id_},
                                            {"redirect_uri", "http://127.0.0.1:5000/cb"},
                                            {"response_type", "code"},

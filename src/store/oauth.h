@@ -14,10 +14,10 @@
 namespace cortex {
 
 struct OAuthClient {
-  std::string id;  // cli_...: the client_id
+  std::string id;  // cli_... (registered), or its metadata document's https:// URL
   std::string name;
   std::vector<std::string> redirect_uris;
-  TimePoint created_at;
+  TimePoint created_at;  // registered, or its metadata document read
 };
 
 struct OAuthCode {
@@ -59,6 +59,8 @@ class OAuthWriter : public OAuthReader {
  public:
   using OAuthReader::OAuthReader;
   Status InsertClient(const OAuthClient& c);
+  // Inserts or replaces a client (one read from its metadata document).
+  Status PutClient(const OAuthClient& c);
   Status InsertCode(const OAuthCode& c);
   // Spends a code: Conflict if it was spent already (of two racing uses, one wins).
   Status SpendCode(const std::string& hash, TimePoint at, const std::string& token_id);

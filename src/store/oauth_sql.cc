@@ -44,6 +44,15 @@ Status OAuthWriter::InsertClient(const OAuthClient& c) {
   return s.Bind(1, c.id).Bind(2, c.name).Bind(3, uris).Bind(4, c.created_at).Run();
 }
 
+Status OAuthWriter::PutClient(const OAuthClient& c) {
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO oauth_clients (id, name, redirect_uris, created_at) VALUES (?, ?, ?, ?)"
+      " ON CONFLICT (id) DO UPDATE SET name = excluded.name,"
+      " redirect_uris = excluded.redirect_uris, created_at = excluded.created_at");
+  const std::string uris = DumpJson(nlohmann::json(c.redirect_uris));
+  return s.Bind(1, c.id).Bind(2, c.name).Bind(3, uris).Bind(4, c.created_at).Run();
+}
+
 Status OAuthWriter::InsertCode(const OAuthCode& c) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(c.workspace_id));
   Stmt s = s_.conn.Prepare(

@@ -335,6 +335,8 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
 }
 
 bool HttpRouter::MayCallOut(const HttpRequest& req) const {
+  // The consent page may fetch an app's client ID metadata document.
+  if (PathOf(req.target) == "/inbox/authorize") return true;
   if (req.method != "POST") return false;
   if (PathOf(req.target) != "/mcp") return false;
   const std::string* method = req.Header("mcp-method");

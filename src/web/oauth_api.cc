@@ -145,7 +145,8 @@ const char* ScopeText(unsigned scope) {
 
 }  // namespace
 
-OAuthApi::OAuthApi(Store& store, const Clock& clock) : store_(store), clock_(clock) {}
+OAuthApi::OAuthApi(Store& store, const Clock& clock, ClientMetadataFetch fetch)
+    : store_(store), clock_(clock), fetch_(std::move(fetch)) {}
 
 bool OAuthApi::Handles(std::string_view path) {
   path = PathOf(path);
@@ -192,6 +193,7 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
                          {"token_endpoint_auth_methods_supported", {"none"}},
                          {"revocation_endpoint_auth_methods_supported", {"none"}},
                          {"authorization_response_iss_parameter_supported", true},
+              {"client_id_metadata_document_supported", fetch_ != nullptr},
                          {"service_documentation", base + "/inbox/"}});
     r.headers[0] = {"Cache-Control", "max-age=300"};
     return r;
@@ -226,7 +228,7 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
 HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base, RequestLog& log) {
   auto params = ParseForm(QueryOf(req.target));
   if (!params.ok()) return BadRequestPage(params.status().message(), log);
-  AuthorizeCheck check = CheckAuthorize(store_, *params, base + "/mcp");
+  AuthorizeCheck check = CheckAuthorize(store_, clock_, *params, base + "/mcp", fetch_);
   if (!check.request) {
     if (check.redirect_uri.empty()) return BadRequestPage(check.description, log);
     log.status = check.error;
@@ -331,7 +333,7 @@ HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base, 
                 "<h1>Your inbox session ended</h1><p>Sign in again with <code>cortex inbox "
                 "link</code>, then connect the app again.</p>");
   }
-  AuthorizeCheck check = CheckAuthorize(store_, *params, base + "/mcp");
+  AuthorizeCheck check = CheckAuthorize(store_, clock_, *params, base + "/mcp", fetch_);
   if (!check.request) {
     if (check.redirect_uri.empty()) return BadRequestPage(check.description, log);
     log.status = check.error;

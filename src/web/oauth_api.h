@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "engines/oauth.h"
 #include "store/store.h"
 #include "transport/http_types.h"
 
@@ -15,7 +16,8 @@ namespace cortex {
 
 class OAuthApi {
  public:
-  OAuthApi(Store& store, const Clock& clock);
+  // `fetch` reads client ID metadata documents; without it such clients are refused.
+  OAuthApi(Store& store, const Clock& clock, ClientMetadataFetch fetch = nullptr);
 
   // Whether this serves `path`: /.well-known/oauth-authorization-server, /oauth/...,
   // /inbox/authorize.
@@ -32,6 +34,7 @@ class OAuthApi {
 
   Store& store_;
   const Clock& clock_;
+  ClientMetadataFetch fetch_;
 };
 
 }  // namespace cortex

@@ -10,10 +10,15 @@ one). Python 3 stdlib only.
 import base64
 import hashlib
 import http.client
+import http.server
 import json
+import os
 import re
 import secrets
+import ssl
+import subprocess
 import tempfile
+import threading
 import unittest
 import urllib.parse
 
@@ -381,6 +386,94 @@ class TestBadInput(OAuthBase):
         self.assertEqual((status, body["error"]), (400, "invalid_grant"))
         status, body = self.client().json("POST", "/oauth/token", {"grant_type": "x"})
         self.assertEqual((status, body["error"]), (400, "invalid_request"))
+
+
+class Documents(http.server.BaseHTTPRequestHandler):
+    """Serves client ID metadata documents by path, over HTTPS."""
+    docs = {}
+
+    def do_GET(self):
+        body = self.docs.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args):
+        pass
+
+
+class TestClientMetadataDocuments(OAuthBase):
+    """A client_id that is an https:// URL: its document is fetched (HTTPS only, at most
+    5 KB, within 5 s), checked and remembered."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-cimd-")
+        cls.data = cls.tmp.name
+        cert, key = os.path.join(cls.data, "cert.pem"), os.path.join(cls.data, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True)
+        cls.https = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Documents)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        cls.https.socket = context.wrap_socket(cls.https.socket, server_side=True)
+        threading.Thread(target=cls.https.serve_forever, daemon=True).start()
+        cls.docs = f"https://127.0.0.1:{cls.https.server_address[1]}"
+        config = os.path.join(cls.data, "cortex.toml")
+        with open(config, "w") as f:
+            f.write(f"[http]\nclient_metadata_ca_file = {json.dumps(cert)}\n")
+        cls.ctk = create_token(cls.data, "alpha", "read,act")
+        cls.server = Server(cls.data, ["--config", config])
+        cls.base = f"http://127.0.0.1:{cls.server.port}"
+        cls.resource = cls.base + "/mcp"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.https.shutdown()
+        super().tearDownClass()
+
+    def publish(self, path, doc):
+        Documents.docs[path] = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+        return self.docs + path
+
+    def refused(self, client_id):
+        """The consent page refuses the client: 400, shown to the person, no redirect."""
+        _, challenge = pkce()
+        r = self.browser().request("GET", self.authorize_query(client_id, challenge))
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIsNone(r.getheader("Location"))
+        return r.text
+
+    def test_a_metadata_document_client_connects(self):
+        url = self.docs + "/client.json"
+        self.publish("/client.json", {"client_id": url, "client_name": "Hosted assistant",
+                                      "redirect_uris": [REDIRECT]})
+        status, asm = self.client().json("GET", "/.well-known/oauth-authorization-server")
+        self.assertTrue(asm["client_id_metadata_document_supported"])
+        verifier, challenge = pkce()
+        answer = self.consent(self.browser(), url, challenge)
+        status, tokens = self.exchange(url, verifier, answer["code"])
+        self.assertEqual(status, 200, tokens)
+        self.assertEqual(self.mcp_status(tokens["access_token"]), 200)
+        self.assertTrue([r for r in self.tokens_listed() if url in r and "Hosted assistant" in r])
+
+    def test_refusals(self):
+        before = len(self.tokens_listed())
+        big = self.publish("/big.json", b'{"pad":"' + b"x" * 6000 + b'"}')
+        self.assertIn("exceeds 5120 bytes", self.refused(big))
+        plain = f"http://127.0.0.1:{self.https.server_address[1]}/client.json"
+        self.assertIn("https://", self.refused(plain))
+        other = self.publish("/other.json", {"client_id": self.docs + "/elsewhere.json",
+                                             "redirect_uris": [REDIRECT]})
+        self.assertIn("its own URL", self.refused(other))
+        unsafe = self.docs + "/unsafe.json"
+        self.publish("/unsafe.json", {"client_id": unsafe,
+                                      "redirect_uris": ["http://attacker.example/cb"]})
+        self.refused(unsafe)
+        self.refused(self.docs + "/missing.json")
+        self.assertEqual(len(self.tokens_listed()), before)
 
 
 class TestBehindAProxy(unittest.TestCase):
