@@ -263,8 +263,8 @@ Result<OAuthClient> MetadataClient(Store& store, const Clock& clock,
     client.redirect_uris.push_back(u.get<std::string>());
   }
   const json& name = doc.value("client_name", json());
-  client.name = name.is_string() ? Utf8Prefix(name.get<std::string>(), kOAuthMaxNameBytes)
-                                  : parts->authority;
+  client.name =
+      name.is_string() ? Utf8Prefix(name.get<std::string>(), kOAuthMaxNameBytes) : parts->authority;
   if (client.name.empty()) client.name = parts->authority;
   client.created_at = clock.Now();
   CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.oauth().PutClient(client); }));

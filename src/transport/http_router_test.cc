@@ -154,6 +154,18 @@ TEST_F(HttpRouterTest, A401NamesTheProtectedResourceMetadata) {
   EXPECT_EQ(post.status, 405);
 }
 
+// The consent page may fetch an app's metadata document and remember it: never on an I/O
+// thread, never inside a read snapshot.
+TEST_F(HttpRouterTest, TheConsentPageRunsOffTheIoThreads) {
+  HttpRequest consent{"GET", "/inbox/authorize?client_id=https%3A%2F%2Fa.example%2Fc", {}, ""};
+  EXPECT_TRUE(router_->MayWrite(consent));
+  EXPECT_TRUE(router_->MayCallOut(consent));
+  HttpRequest metadata{"GET", "/.well-known/oauth-authorization-server", {}, ""};
+  EXPECT_FALSE(router_->MayWrite(metadata));
+  EXPECT_FALSE(router_->MayCallOut(metadata));
+  EXPECT_TRUE(router_->MayWrite(HttpRequest{"POST", "/oauth/token", {}, ""}));
+}
+
 // Behind a proxy the configured public URL names the server, whatever Host the proxy sends.
 TEST_F(HttpRouterTest, ThePublicUrlNamesTheResourceBehindAProxy) {
   RouterOptions options;

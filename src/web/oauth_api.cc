@@ -154,7 +154,10 @@ bool OAuthApi::Handles(std::string_view path) {
          path == "/oauth/token" || path == "/oauth/revoke";
 }
 
-bool OAuthApi::MayWrite(const HttpRequest& req) { return req.method == "POST"; }
+// The consent page may also remember a client read from its metadata document.
+bool OAuthApi::MayWrite(const HttpRequest& req) {
+  return req.method == "POST" || PathOf(req.target) == kAuthorize;
+}
 
 HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, RequestLog& log) {
   std::string_view path = PathOf(req.target);
@@ -193,7 +196,7 @@ HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, R
                          {"token_endpoint_auth_methods_supported", {"none"}},
                          {"revocation_endpoint_auth_methods_supported", {"none"}},
                          {"authorization_response_iss_parameter_supported", true},
-              {"client_id_metadata_document_supported", fetch_ != nullptr},
+                         {"client_id_metadata_document_supported", fetch_ != nullptr},
                          {"service_documentation", base + "/inbox/"}});
     r.headers[0] = {"Cache-Control", "max-age=300"};
     return r;

@@ -22,6 +22,8 @@ class OAuthApi {
   // Whether this serves `path`: /.well-known/oauth-authorization-server, /oauth/...,
   // /inbox/authorize.
   static bool Handles(std::string_view path);
+  // Whether handling `req` may write: a POST, or the consent page (which may remember a
+  // client read from its metadata document, and so runs off the I/O threads).
   static bool MayWrite(const HttpRequest& req);
 
   // REQUIRES: Handles(path of req.target). `base` is the server's base URL as the client
