@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "connectors/https_fetch.h"
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/metrics.h"
@@ -20,6 +21,7 @@
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/actions.h"
+#include "store/oauth.h"
 #include "store/outbox.h"
 #include "store/quotas.h"
 #include "store/sessions.h"
@@ -96,7 +98,8 @@ class BackgroundWork {
   }
 
   // Forgets sessions idle past their expiry, call counts of past minutes and days, pushed
-  // events past their retention and idempotency keys past their lifetime.
+  // events past their retention, idempotency keys past their lifetime, and OAuth codes and
+  // refresh tokens a day past their expiry.
   // Every instance sweeps; a sweep that collides with another's just tries next time.
   void SweepOnceAMinute() {
     TimePoint now = clock_.Now();
@@ -109,6 +112,8 @@ class BackgroundWork {
       CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
       CORTEX_RETURN_IF_ERROR(tx.outbox().DeleteEventsBefore(now - kPushRetention));
       CORTEX_RETURN_IF_ERROR(tx.actions().DeleteIdempotentBefore(now - kIdempotencyKeyLifetime));
+      // A day's grace: a code replayed just after it expired still revokes what it gave.
+      CORTEX_RETURN_IF_ERROR(tx.oauth().DeleteExpiredBefore(now - std::chrono::hours(24)));
       return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
@@ -219,11 +224,25 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   // public address is reached by names we cannot guess, unless the operator lists them.
   router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
   router_options.metrics_token = config->http.metrics_token;
+  std::string public_url = options.base_url.empty() ? config->http.public_url : options.base_url;
+  if (!public_url.empty()) {
+    auto base = NormalizeBaseUrl(public_url);
+    if (!base.ok()) {
+      spdlog::error("{}{}", options.base_url.empty() ? "[http] public_url: " : "",
+                    base.status().message());
+      return 2;
+    }
+    router_options.public_url = *base;
+  }
   mcp.SetSessionLimits(config->http.sessions);
   mcp.SetActionConfig(config->actions);
   Metrics metrics;
   InboxApi inbox(**store, clock, config->actions, registry);
-  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox);
+  HttpsFetchLimits fetch_limits;
+  fetch_limits.ca_file = config->http.client_metadata_ca_file;
+  OAuthApi oauth(**store, clock,
+                 [fetch_limits](const std::string& url) { return HttpsGet(url, fetch_limits); });
+  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox, &oauth);
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread if the store suspends it while its write waits
   // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).

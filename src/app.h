@@ -23,6 +23,7 @@ struct ServeOptions {
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;
   int threads = 2;
+  std::string base_url;  // --base-url: overrides [http] public_url
 };
 
 // `cortex serve`: serves HTTP until SIGTERM. Returns the process exit code.

@@ -95,11 +95,12 @@ int CmdTokenList(const std::string& data, const std::string& workspace) {
     return Status::Ok();
   });
   if (!st.ok()) return Fail(st);
-  std::cout << "ID\tSCOPES\tCREATED\tSTATUS\tLABEL\n";
+  // An OAuth-issued token's label is its client's name, and CLIENT its client_id.
+  std::cout << "ID\tSCOPES\tCREATED\tSTATUS\tLABEL\tCLIENT\n";
   for (const TokenRecord& t : tokens) {
     std::cout << t.id << "\t" << FormatScopes(t.scopes) << "\t" << FormatTime(t.created_at) << "\t"
               << (t.revoked_at ? "revoked " + FormatTime(*t.revoked_at) : "active") << "\t"
-              << t.label << "\n";
+              << t.label << "\t" << (t.client_id.empty() ? "-" : t.client_id) << "\n";
   }
   return 0;
 }

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
                         "An Origin allowed besides loopback ones (repeatable)");
   serve_cmd->add_option("--allow-host", serve.allowed_hosts,
                         "A Host name allowed besides loopback ones (repeatable)");
+  serve_cmd->add_option("--base-url", serve.base_url,
+                        "http(s)://host[:port] clients reach this server at (behind a proxy): "
+                        "the OAuth issuer and resource URLs ([http] public_url)");
   serve_cmd->add_option("--threads", serve.threads, "I/O threads")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();

@@ -34,6 +34,24 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(md, len);
 }
 
+std::string Sha256Base64Url(std::string_view data) {
+  static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (kSha256 == nullptr || EVP_Digest(data.data(), data.size(), md, &len, kSha256, nullptr) != 1) {
+    throw std::runtime_error("EVP_Digest failed");
+  }
+  unsigned char b64[2 * EVP_MAX_MD_SIZE];
+  int n = EVP_EncodeBlock(b64, md, static_cast<int>(len));
+  std::string out(reinterpret_cast<char*>(b64), static_cast<size_t>(n));
+  while (!out.empty() && out.back() == '=') out.pop_back();
+  for (char& c : out) {
+    if (c == '+') c = '-';
+    if (c == '/') c = '_';
+  }
+  return out;
+}
+
 std::string RandomHex(size_t n) {
   std::vector<unsigned char> buf(n);
   if (RAND_bytes(buf.data(), static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes");

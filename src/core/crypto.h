@@ -9,6 +9,9 @@ namespace cortex {
 // Lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 
+// Unpadded base64url SHA-256 of `data` (RFC 7636's S256 code challenge).
+std::string Sha256Base64Url(std::string_view data);
+
 // `n` bytes from the OS CSPRNG, as lowercase hex (2n characters).
 std::string RandomHex(size_t n);
 

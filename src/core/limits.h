@@ -104,6 +104,12 @@ struct HttpLimits {
   SessionLimits sessions;
   // GET /metrics: when not empty, only `Authorization: Bearer <metrics_token>` is answered.
   std::string metrics_token;
+  // Where clients reach the server (http(s)://host[:port]), behind a proxy: the OAuth
+  // issuer and resource URLs. Empty: each request's Host. --base-url overrides it.
+  std::string public_url;
+  // CA certificates to trust when fetching OAuth client ID metadata documents instead of
+  // the system's (a private CA). Empty: the system's.
+  std::string client_metadata_ca_file;
 };
 
 }  // namespace cortex

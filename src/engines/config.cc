@@ -95,7 +95,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
         *a, "http.",
         {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
          "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
-         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token"}));
+         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token",
+         "public_url", "client_metadata_ca_file"}));
   }
   HttpLimits& h = config.http;
   int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
@@ -125,6 +126,9 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   h.sessions.per_workspace = static_cast<size_t>(ws_sessions);
   h.sessions.per_token = static_cast<size_t>(token_sessions);
   CORTEX_RETURN_IF_ERROR(GetString(t, "http", "metrics_token", &h.metrics_token));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "public_url", &h.public_url));
+  CORTEX_RETURN_IF_ERROR(
+      GetString(t, "http", "client_metadata_ca_file", &h.client_metadata_ca_file));
   DrafterConfig& d = config.actions.drafter;
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));

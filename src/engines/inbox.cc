@@ -11,17 +11,24 @@ namespace {
 constexpr size_t kSecretBytes = 32;  // 256 bits, hex in the link and the cookie
 }  // namespace
 
-Result<SignInLink> CreateSignInLink(Store& store, const Clock& clock, const std::string& ws_name,
-                                    const std::string& base_url) {
+Result<std::string> NormalizeBaseUrl(const std::string& base_url) {
   std::string base = base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   bool scheme = base.rfind("http://", 0) == 0 || base.rfind("https://", 0) == 0;
   size_t host = base.find("://") + 3;
   if (!scheme || base.size() <= host || base.find('/', host) != std::string::npos ||
-      base.find_first_of("?#@ ") != std::string::npos) {
+      base.find_first_of("?#@ \"\\") != std::string::npos) {
     return Status::InvalidArgument("--base-url must be http(s)://host[:port], got '" + base_url +
                                    "'");
   }
+  return base;
+}
+
+Result<SignInLink> CreateSignInLink(Store& store, const Clock& clock, const std::string& ws_name,
+                                    const std::string& base_url) {
+  auto normalized = NormalizeBaseUrl(base_url);
+  if (!normalized.ok()) return normalized.status();
+  const std::string& base = *normalized;
   std::string secret = RandomHex(kSecretBytes);
   InboxLink link;
   link.id = NewId("lnk_", clock);

@@ -21,6 +21,10 @@ struct SignInLink {
   TimePoint expires_at;
 };
 
+// `base_url` (http(s)://host[:port], a trailing slash allowed) without its trailing slash;
+// InvalidArgument, naming --base-url, for anything else (a path, a query, user info).
+Result<std::string> NormalizeBaseUrl(const std::string& base_url);
+
 // A link for workspace `ws_name` (NotFound if it does not exist). `base_url` is where the
 // person reaches `cortex serve` (http(s)://host[:port], no path); InvalidArgument otherwise.
 Result<SignInLink> CreateSignInLink(Store& store, const Clock& clock, const std::string& ws_name,

@@ -99,15 +99,21 @@ Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string
   if (!ws.ok()) return ws.status();
   NewToken t;
   t.secret = kTokenPrefix + RandomHex(kTokenRandomBytes);
-  t.record = TokenRecord{NewId("tok_", clock), ws->id,      Sha256Hex(t.secret), label, scopes,
-                         clock.Now(),          std::nullopt};
+  t.record.id = NewId("tok_", clock);
+  t.record.workspace_id = ws->id;
+  t.record.hash = Sha256Hex(t.secret);
+  t.record.label = label;
+  t.record.scopes = scopes;
+  t.record.created_at = clock.Now();
   CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) { return tx.tokens().Insert(t.record); }));
   return t;
 }
 
-Result<AuthContext> Authenticate(Store& store, const std::string& secret) {
-  if (secret.rfind(kTokenPrefix, 0) != 0 ||
-      secret.size() != sizeof(kTokenPrefix) - 1 + 2 * kTokenRandomBytes) {
+Result<AuthContext> Authenticate(Store& store, const std::string& secret, const Clock& clock,
+                                 const std::string& resource) {
+  // ctk_ (cortex token create) or cat_ (an OAuth access token, engines/oauth.h): same length.
+  bool prefix = secret.rfind(kTokenPrefix, 0) == 0 || secret.rfind("cat_", 0) == 0;
+  if (!prefix || secret.size() != sizeof(kTokenPrefix) - 1 + 2 * kTokenRandomBytes) {
     return Status::Unauthorized("malformed token");
   }
   AuthContext ctx;
@@ -118,6 +124,12 @@ Result<AuthContext> Authenticate(Store& store, const std::string& secret) {
                                                     : tok.status();
     }
     if (tok->revoked_at) return Status::Unauthorized("token revoked");
+    if (tok->expires_at && clock.Now() >= *tok->expires_at) {
+      return Status::Unauthorized("token expired");
+    }
+    if (!resource.empty() && !tok->resource.empty() && tok->resource != resource) {
+      return Status::Unauthorized("token for another resource");
+    }
     auto ws = tx.workspaces().Get(tok->workspace_id);
     if (!ws.ok()) return ws.status();
     ctx = AuthContext{ws->id, ws->name, tok->id, tok->scopes};

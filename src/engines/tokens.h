@@ -41,8 +41,12 @@ struct NewToken {
 Result<NewToken> CreateToken(Store& store, const Clock& clock, const std::string& ws_name,
                              unsigned scopes, const std::string& label);
 
-// Unauthorized for a missing, malformed, unknown or revoked token.
-Result<AuthContext> Authenticate(Store& store, const std::string& secret);
+// Unauthorized for a missing, malformed, unknown, revoked or (an OAuth access token, cat_...)
+// expired token, or an OAuth token issued for another resource than `resource` (its
+// audience; "" checks none: stdio). A `ctk_` token is good whatever the server's name.
+Result<AuthContext> Authenticate(Store& store, const std::string& secret,
+                                 const Clock& clock = ProcessClock(),
+                                 const std::string& resource = "");
 
 Status RevokeToken(Store& store, const Clock& clock, const std::string& ws_name,
                    const std::string& token_id);

@@ -429,6 +429,47 @@ CREATE TABLE staged_undo (
   PRIMARY KEY (batch_id, step)
 );
 )sql"},
+      {20, "the OAuth authorization server: clients, codes, refresh tokens", R"sql(
+-- Remote MCP clients authorize through OAuth 2.1 (docs/authorization.md). A client registers
+-- (RFC 7591); a person consents in the inbox, which gives the client a one-time code; the
+-- code (with its PKCE verifier) becomes an access token, a row of tokens with the client's
+-- id, an expiry and the resource it is for, and a refresh token that rotates. Codes and
+-- refresh tokens are kept as SHA-256 hashes only, as tokens are.
+CREATE TABLE oauth_clients (
+  id            TEXT PRIMARY KEY,   -- cli_...: the client_id
+  name          TEXT NOT NULL,
+  redirect_uris TEXT NOT NULL,      -- a JSON array, matched exactly
+  created_at    INTEGER NOT NULL
+);
+CREATE TABLE oauth_codes (
+  hash           TEXT PRIMARY KEY,
+  client_id      TEXT NOT NULL,
+  workspace_id   TEXT NOT NULL REFERENCES workspaces(id),
+  redirect_uri   TEXT NOT NULL,
+  code_challenge TEXT NOT NULL,
+  scopes         INTEGER NOT NULL,
+  resource       TEXT NOT NULL,
+  session_id     TEXT NOT NULL,
+  created_at     INTEGER NOT NULL,
+  expires_at     INTEGER NOT NULL,
+  used_at        INTEGER,
+  token_id       TEXT NOT NULL       -- what it was exchanged for: revoked if it comes again
+);
+CREATE TABLE oauth_refresh_tokens (
+  hash         TEXT PRIMARY KEY,
+  token_id     TEXT NOT NULL,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL,
+  used_at      INTEGER
+);
+-- Codes and refresh tokens are forgotten once expired (the background sweep).
+CREATE INDEX oauth_codes_by_expiry ON oauth_codes(expires_at);
+CREATE INDEX oauth_refresh_tokens_by_expiry ON oauth_refresh_tokens(expires_at);
+ALTER TABLE tokens ADD COLUMN client_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
+ALTER TABLE tokens ADD COLUMN resource TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

@@ -34,6 +34,12 @@ struct TokenRecord {
   unsigned scopes = 0;
   TimePoint created_at;
   std::optional<TimePoint> revoked_at;
+  // Issued by the authorization server (docs/authorization.md): the OAuth client (cli_...)
+  // it was issued to, when its current access token expires (each refresh moves it), and
+  // the resource it is for. Empty and nullopt for a `ctk_` token of `cortex token create`.
+  std::string client_id;
+  std::optional<TimePoint> expires_at;
+  std::string resource;
 };
 
 // An MCP session of the 2025-11-25 era (Mcp-Session-Id), kept in the store so that any

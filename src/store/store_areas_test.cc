@@ -165,7 +165,8 @@ TEST(SharedReadsTest, ReadsInAScopeSeeOneSnapshot) {
 TEST(StableRowsTest, RememberedRowsFollowEveryCommit) {
   testing::TempStore store;
   const Workspace ws = MakeWorkspace(1);
-  const TokenRecord token{"tok_1", ws.id, "h1", "t", 1, ws.created_at, std::nullopt};
+  const TokenRecord token{"tok_1",       ws.id,        "h1", "t",          1,
+                          ws.created_at, std::nullopt, "",   std::nullopt, ""};
   ASSERT_TRUE(store
                   ->Write([&](WriteTx& tx) -> Status {
                     CORTEX_RETURN_IF_ERROR(tx.workspaces().Insert(ws));

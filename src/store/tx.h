@@ -45,6 +45,8 @@ class QuotasReader;
 class QuotasWriter;
 class InboxReader;
 class InboxWriter;
+class OAuthReader;
+class OAuthWriter;
 
 class ReadTx {
  public:
@@ -66,6 +68,7 @@ class ReadTx {
   SessionsReader sessions() const;            // MCP sessions of the 2025-11-25 era
   QuotasReader quotas() const;                // call counts, inference use, overrides
   InboxReader inbox() const;                  // web inbox sign-in links and sessions
+  OAuthReader oauth() const;                  // OAuth clients, codes, refresh tokens
 
  protected:
   TxState& s_;
@@ -89,6 +92,7 @@ class WriteTx : public ReadTx {
   SessionsWriter sessions() const;
   QuotasWriter quotas() const;
   InboxWriter inbox() const;
+  OAuthWriter oauth() const;
 };
 
 }  // namespace cortex

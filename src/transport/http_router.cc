@@ -16,7 +16,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr char kAuthChallenge[] = "Bearer realm=\"cortex\"";
+// Protected-resource metadata (RFC 9728 §3): the bare well-known path and the one suffixed
+// with the resource's path, which MCP clients try first.
+constexpr std::string_view kResourceMetadata = "/.well-known/oauth-protected-resource";
+constexpr std::string_view kResourceMetadataMcp = "/.well-known/oauth-protected-resource/mcp";
 
 // A request target's path: without its query.
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
@@ -116,14 +119,16 @@ const std::string* HttpRequest::Header(std::string_view name) const {
 }
 
 HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-                       RouterOptions options, AuthContext anonymous, InboxApi* inbox)
+                       RouterOptions options, AuthContext anonymous, InboxApi* inbox,
+                       OAuthApi* oauth)
     : mcp_(mcp),
       store_(store),
       clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
       anonymous_(std::move(anonymous)),
-      inbox_(inbox) {}
+      inbox_(inbox),
+      oauth_(oauth) {}
 
 std::optional<std::string> HttpRouter::FramingProblem(const HttpRequest& head, bool http11) {
   // Fields whose second copy would make two readers (a proxy, this server) see two requests.
@@ -180,6 +185,7 @@ HttpResponse HttpRouter::TooLarge(std::string_view target) {
 
 bool HttpRouter::OriginAllowed(const std::string& origin) const {
   std::string o = AsciiLower(origin);
+  if (!options_.public_url.empty() && o == AsciiLower(options_.public_url)) return true;
   for (const std::string& allowed : options_.allowed_origins) {
     if (o == AsciiLower(allowed)) return true;
   }
@@ -221,6 +227,44 @@ void HttpRouter::StreamClosed(const std::string& stream) {
   }
 }
 
+std::string HttpRouter::BaseUrl(const HttpRequest& req) const {
+  if (!options_.public_url.empty()) return options_.public_url;
+  // Without a configured URL the client's own Host names us. It passed HostAllowed (a
+  // loopback name or an allowed one) unless the operator turned Host checks off; what it
+  // says only shapes the answer to this client.
+  const std::string* host = req.Header("host");
+  std::string h = host != nullptr && !host->empty() ? *host : "localhost";
+  if (h.find_first_of("\"\\/?#@ ") != std::string::npos) h = "localhost";
+  return "http://" + h;
+}
+
+std::string HttpRouter::Challenge(const HttpRequest& req, const std::string& extra) const {
+  std::string c = "Bearer realm=\"cortex\", resource_metadata=\"" + BaseUrl(req) +
+                  std::string(kResourceMetadataMcp) + "\"";
+  if (!extra.empty()) c += ", " + extra;
+  return c;
+}
+
+HttpResponse HttpRouter::ProtectedResourceMetadata(const HttpRequest& req, RequestLog& log) {
+  if (req.method != "GET" && req.method != "HEAD") {
+    log.status = "method_not_allowed";
+    HttpResponse r = Problem(405, "method_not_allowed", "use GET");
+    r.headers.emplace_back("Allow", "GET");
+    return r;
+  }
+  std::string base = BaseUrl(req);
+  HttpResponse r = Json(200, {{"resource", base + "/mcp"},
+                              {"authorization_servers", json::array({base})},
+                              {"scopes_supported", json::array({"read", "act", "approve"})},
+                              {"bearer_methods_supported", json::array({"header"})},
+                              {"resource_name", "Cortex"},
+                              {"resource_documentation", base + "/inbox/"}});
+  // Public, and read by browser-based clients from their own origin.
+  r.headers.emplace_back("Access-Control-Allow-Origin", "*");
+  r.headers.emplace_back("Cache-Control", "max-age=300");
+  return r;
+}
+
 bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
                               RequestLog& log) {
   if (options_.insecure_no_auth) {
@@ -231,13 +275,13 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
   std::string error;
   if (header == nullptr) {
     *reject = Problem(401, "unauthorized", "missing bearer token");
-    reject->headers.emplace_back("WWW-Authenticate", kAuthChallenge);
+    reject->headers.emplace_back("WWW-Authenticate", Challenge(req, "scope=\"read act\""));
   } else if (AsciiLower(header->substr(0, 7)) != "bearer ") {
     *reject = Problem(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
-    reject->headers.emplace_back("WWW-Authenticate",
-                                 std::string(kAuthChallenge) + ", error=\"invalid_request\"");
+    reject->headers.emplace_back("WWW-Authenticate", Challenge(req, "error=\"invalid_request\""));
   } else {
-    auto ctx = cortex::Authenticate(store_, header->substr(7));
+    // An OAuth token is good only for the resource it was issued for (its audience).
+    auto ctx = cortex::Authenticate(store_, header->substr(7), clock_, BaseUrl(req) + "/mcp");
     if (ctx.ok()) {
       *auth = std::move(*ctx);
       return true;
@@ -252,10 +296,9 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
     // would tell a prober which of its guesses were once real. The operator sees tokens with
     // `cortex token list`.
     *reject = Problem(401, "unauthorized", "invalid token");
-    reject->headers.emplace_back("WWW-Authenticate",
-                                 std::string(kAuthChallenge) +
-                                     ", error=\"invalid_token\", error_description=\"invalid "
-                                     "token\"");
+    reject->headers.emplace_back(
+        "WWW-Authenticate",
+        Challenge(req, "error=\"invalid_token\", error_description=\"invalid token\""));
   }
   log.status = "unauthorized";
   return false;
@@ -264,15 +307,18 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
 std::string HttpRouter::RouteName(std::string_view method, std::string_view target) {
   std::string_view path = PathOf(target);
   // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
-  bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" || path == "/v1/episodes";
+  bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" ||
+               path == "/v1/episodes" || path == kResourceMetadata || path == kResourceMetadataMcp;
   bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
+  if (OAuthApi::Handles(path)) known = true;
   // The inbox's pages and requests are few and fixed, but a client may name any path below.
-  if (InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
+  if (!known && InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
   return std::string(known_method ? method : "OTHER") + " " +
          std::string(known || InboxApi::Handles(path) ? path : "other");
 }
 
 bool HttpRouter::MayWrite(const HttpRequest& req) const {
+  if (OAuthApi::Handles(req.target)) return OAuthApi::MayWrite(req);
   if (InboxApi::Handles(req.target)) return InboxApi::MayWrite(req);
   if (req.method == "DELETE") return true;
   if (req.method != "POST") return false;
@@ -289,6 +335,8 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
 }
 
 bool HttpRouter::MayCallOut(const HttpRequest& req) const {
+  // The consent page may fetch an app's client ID metadata document.
+  if (PathOf(req.target) == "/inbox/authorize") return true;
   if (req.method != "POST") return false;
   if (PathOf(req.target) != "/mcp") return false;
   const std::string* method = req.Header("mcp-method");
@@ -307,10 +355,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
       return Problem(405, "method_not_allowed", "use GET");
     return Json(200, {{"status", "ok"}});
   }
+  bool is_resource_metadata = path == kResourceMetadata || path == kResourceMetadataMcp;
   bool is_metrics = path == "/metrics";
-  bool is_inbox = inbox_ != nullptr && InboxApi::Handles(path);
+  bool is_oauth = oauth_ != nullptr && OAuthApi::Handles(path);
+  bool is_inbox = !is_oauth && inbox_ != nullptr && InboxApi::Handles(path);
   bool is_mcp = path == "/mcp";
-  if (!is_metrics && !is_mcp && !is_inbox && path != "/v1/episodes") {
+  if (!is_metrics && !is_mcp && !is_inbox && !is_oauth && !is_resource_metadata &&
+      path != "/v1/episodes") {
     log.status = "not_found";
     return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
@@ -320,6 +371,15 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   if (const std::string* host = req.Header("host"); host != nullptr && !HostAllowed(*host)) {
     log.status = "forbidden_host";
     return RpcProblem(403, rpc::kInvalidRequest, "Forbidden: Host '" + *host + "' is not allowed");
+  }
+  // Public metadata, for any origin (after the Host check: it names the server by its Host).
+  if (is_resource_metadata) return ProtectedResourceMetadata(req, log);
+  // The authorization server's endpoints for clients, which a browser-based client calls
+  // from its own origin; the consent page (/inbox/authorize) keeps the Origin check.
+  if (is_oauth && path.rfind("/inbox/", 0) != 0) {
+    std::optional<SharedReads> reads;
+    if (!MayWrite(req)) reads.emplace(store_);
+    return oauth_->Handle(req, BaseUrl(req), log);
   }
   if (const std::string* origin = req.Header("origin");
       origin != nullptr && !OriginAllowed(*origin)) {
@@ -335,6 +395,7 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   if (!MayWrite(req)) snapshot.emplace(store_);
   // The inbox signs its person in with its own session cookie, not a bearer token.
   if (is_inbox) return inbox_->Handle(req, log);
+  if (is_oauth) return oauth_->Handle(req, BaseUrl(req), log);
   AuthContext auth;
   HttpResponse reject;
   if (!Authenticate(req, &auth, &reject, log)) return reject;
@@ -516,7 +577,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
     log.status = "unauthorized";
     HttpResponse r = Problem(403, "unauthorized", "ingest needs a token with the 'act' scope");
     r.headers.emplace_back("WWW-Authenticate",
-                           R"(Bearer realm="cortex", error="insufficient_scope", scope="act")");
+                           Challenge(req, R"(error="insufficient_scope", scope="act")"));
     return r;
   }
   auto report = IngestJsonl(store_, clock_, auth.workspace_id, req.body);

@@ -15,6 +15,7 @@
 #include "store/store.h"
 #include "transport/http_types.h"
 #include "web/inbox_api.h"
+#include "web/oauth_api.h"
 
 namespace cortex {
 
@@ -30,13 +31,19 @@ struct RouterOptions {
   bool check_host = true;
   // If set, GET /metrics needs "Authorization: Bearer <it>" ([http] metrics_token).
   std::string metrics_token;
+  // Where clients reach this server (--base-url, [http] public_url): http(s)://host[:port],
+  // the issuer and the resource (<it>/mcp) named in the OAuth metadata. Empty: the request's
+  // own Host, over http.
+  std::string public_url;
 };
 
 class HttpRouter {
  public:
-  // `inbox`, if given, serves the web inbox under /inbox/.
+  // `inbox`, if given, serves the web inbox under /inbox/; `oauth`, the authorization server
+  // (its metadata, /oauth/..., and the consent page /inbox/authorize).
   HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr);
+             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr,
+             OAuthApi* oauth = nullptr);
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
@@ -89,6 +96,13 @@ class HttpRouter {
   bool Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
                     RequestLog& log);
   bool OriginAllowed(const std::string& origin) const;
+  // The server's base URL as this request's client sees it (RouterOptions::public_url).
+  std::string BaseUrl(const HttpRequest& req) const;
+  // The 401 challenge: names the protected-resource metadata (RFC 9728 §5.1), and `extra`
+  // (error, scope) after it.
+  std::string Challenge(const HttpRequest& req, const std::string& extra) const;
+  // GET /.well-known/oauth-protected-resource[/mcp] (RFC 9728).
+  HttpResponse ProtectedResourceMetadata(const HttpRequest& req, RequestLog& log);
   bool HostAllowed(const std::string& host) const;
 
   // GET /metrics: its bearer token, if the operator set one; the Host must be allowed.
@@ -101,6 +115,7 @@ class HttpRouter {
   RouterOptions options_;
   AuthContext anonymous_;
   InboxApi* inbox_;
+  OAuthApi* oauth_;
 };
 
 }  // namespace cortex

@@ -132,6 +132,60 @@ TEST_F(HttpRouterTest, MissingOrWrongTokenIs401WithChallenge) {
   EXPECT_NE(Find(wrong, "WWW-Authenticate")->find("invalid_token"), std::string::npos);
 }
 
+// A client that meets a 401 finds the server's protected-resource metadata from the challenge
+// (RFC 9728 §5.1), and there the authorization server and the scopes.
+TEST_F(HttpRouterTest, A401NamesTheProtectedResourceMetadata) {
+  HttpResponse none = Send(Post("/mcp", Initialize(), ""));
+  ASSERT_EQ(none.status, 401);
+  EXPECT_EQ(*Find(none, "WWW-Authenticate"),
+            "Bearer realm=\"cortex\", resource_metadata=\"http://127.0.0.1:8787/.well-known/"
+            "oauth-protected-resource/mcp\", scope=\"read act\"");
+  for (const char* path :
+       {"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}) {
+    HttpResponse meta = Send(HttpRequest{"GET", path, {{"host", "127.0.0.1:8787"}}, ""});
+    ASSERT_EQ(meta.status, 200) << path;
+    json m = json::parse(meta.body);
+    EXPECT_EQ(m["resource"], "http://127.0.0.1:8787/mcp");
+    EXPECT_EQ(m["authorization_servers"], json::array({"http://127.0.0.1:8787"}));
+    EXPECT_EQ(m["scopes_supported"], json::array({"read", "act", "approve"}));
+    EXPECT_EQ(m["bearer_methods_supported"], json::array({"header"}));
+  }
+  HttpResponse post = Send(Post("/.well-known/oauth-protected-resource", "{}", ""));
+  EXPECT_EQ(post.status, 405);
+}
+
+// The consent page may fetch an app's metadata document and remember it: never on an I/O
+// thread, never inside a read snapshot.
+TEST_F(HttpRouterTest, TheConsentPageRunsOffTheIoThreads) {
+  HttpRequest consent{"GET", "/inbox/authorize?client_id=https%3A%2F%2Fa.example%2Fc", {}, ""};
+  EXPECT_TRUE(router_->MayWrite(consent));
+  EXPECT_TRUE(router_->MayCallOut(consent));
+  HttpRequest metadata{"GET", "/.well-known/oauth-authorization-server", {}, ""};
+  EXPECT_FALSE(router_->MayWrite(metadata));
+  EXPECT_FALSE(router_->MayCallOut(metadata));
+  EXPECT_TRUE(router_->MayWrite(HttpRequest{"POST", "/oauth/token", {}, ""}));
+}
+
+// Behind a proxy the configured public URL names the server, whatever Host the proxy sends.
+TEST_F(HttpRouterTest, ThePublicUrlNamesTheResourceBehindAProxy) {
+  RouterOptions options;
+  options.public_url = "https://cortex.example.org";
+  options.check_host = false;
+  HttpRouter router(*mcp_, *store_, clock_, metrics_, options, AuthContext{});
+  RequestLog log;
+  HttpResponse meta = router.Handle(
+      HttpRequest{"GET", "/.well-known/oauth-protected-resource/mcp", {{"host", "10.0.0.5"}}, ""},
+      log);
+  json m = json::parse(meta.body);
+  EXPECT_EQ(m["resource"], "https://cortex.example.org/mcp");
+  EXPECT_EQ(m["authorization_servers"], json::array({"https://cortex.example.org"}));
+  HttpResponse none = router.Handle(Post("/mcp", Initialize(), ""), log);
+  EXPECT_NE(Find(none, "WWW-Authenticate")
+                ->find("resource_metadata=\"https://cortex.example.org/.well-known/"
+                       "oauth-protected-resource/mcp\""),
+            std::string::npos);
+}
+
 // A 401 reads the same for a token that never existed, one revoked and one malformed:
 // nothing tells a prober which guesses were once real.
 TEST_F(HttpRouterTest, A401SaysNothingOfWhyTheTokenFailed) {

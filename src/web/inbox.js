@@ -279,6 +279,7 @@
     section('decisions', state.decisions, renderDecisions);
     section('people', state.people, renderPeople);
     section('rules', state.rules, renderRules);
+    section('apps', state.apps, renderApps);
     renderSummary(pending);
 
     if (focusId && document.activeElement !== active) {
@@ -659,6 +660,30 @@
         chip(r.origin === 'learned' ? 'Learned' : 'Yours', r.origin === 'learned' ? 'wait' : 'plain', 'Origin'),
         h('span', { class: 'muted' }, [r.name, r.effect, confidenceText(r.confidence)].filter(Boolean).join(' · '))))));
     $('rules-empty').hidden = list.length > 0;
+  }
+
+  function renderApps(list) {
+    list = list || [];
+    const box = $('apps');
+    box.textContent = '';
+    add(box, list.map((a) => {
+      const button = h('button', { type: 'button', class: 'btn btn-small' }, 'Disconnect');
+      button.addEventListener('click', async () => {
+        button.disabled = true;
+        try {
+          await api('disconnect', { token_id: a.token_id });
+          refresh();
+        } catch (e) {
+          button.disabled = false;
+          if (e.code !== 'unauthorized') banner(`Could not disconnect ${a.name}: ${e.message}`);
+        }
+      });
+      return h('li', { class: 'row', 'data-token-id': a.token_id },
+        h('p', { class: 'row-main' }, a.name),
+        h('p', { class: 'muted small' }, `${a.scopes} · connected ${a.connected_at}`),
+        button);
+    }));
+    $('apps-empty').hidden = list.length > 0;
   }
 
   // ------------------------------------------------------------------ start

@@ -7,12 +7,14 @@
 #include "core/json_text.h"
 #include "core/time.h"
 #include "engines/rules.h"
+#include "engines/tokens.h"
 #include "engines/trust.h"
 #include "store/actions.h"
 #include "store/decisions.h"
 #include "store/entities.h"
 #include "store/ledger.h"
 #include "store/rules.h"
+#include "store/tokens.h"
 #include "store/trust.h"
 #include "store/workspaces.h"
 #include "web/assets.h"
@@ -146,6 +148,8 @@ InboxApi::InboxApi(Store& store, const Clock& clock, const ActionConfig& actions
                    const ToolRegistry& tools)
     : store_(store), clock_(clock), actions_(actions), tools_(tools) {}
 
+std::string InboxApi::SessionSecret(const HttpRequest& req) { return CookieValue(req, kCookie); }
+
 bool InboxApi::Handles(std::string_view path) {
   path = PathOf(path);
   return path == "/inbox" || path.rfind("/inbox/", 0) == 0;
@@ -243,6 +247,8 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
     r = Approve(*auth, body, /*approve=*/false);
   } else if (path == "/inbox/api/trust") {
     r = Trust(*auth, body);
+  } else if (path == "/inbox/api/disconnect") {
+    r = Disconnect(*auth, body);
   } else if (path == "/inbox/api/signout") {
     Status st = SignOutInbox(store_, clock_, *auth);
     r = st.ok() ? Json(200, {{"status", "success"}}) : Error(503, "unavailable", st.message());
@@ -254,6 +260,29 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
   }
   if (r.status != 200) log.status = "error";
   return r;
+}
+
+HttpResponse InboxApi::Disconnect(const InboxAuth& auth, const json& body) {
+  auto id = body.find("token_id");
+  if (id == body.end() || !id->is_string()) {
+    return Error(400, "invalid_arguments", "token_id (a connected app's tok_...) is required");
+  }
+  std::optional<HttpResponse> refused;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    refused.reset();
+    auto token = tx.tokens().Get(auth.workspace_id, id->get<std::string>());
+    // Only apps connected through OAuth: a `ctk_` token is the operator's, revoked by the CLI.
+    if ((!token.ok() && token.status().code() == Code::kNotFound) ||
+        (token.ok() && (token->client_id.empty() || token->revoked_at))) {
+      refused = Error(404, "not_found", "no connected app with that token_id");
+      return Status::Ok();
+    }
+    if (!token.ok()) return token.status();
+    return tx.tokens().Revoke(auth.workspace_id, token->id, clock_.Now());
+  });
+  if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
+  if (refused) return *refused;
+  return Json(200, {{"status", "success"}});
 }
 
 HttpResponse InboxApi::SignIn(const HttpRequest& req, RequestLog& log) {
@@ -353,6 +382,20 @@ HttpResponse InboxApi::State(const InboxAuth& auth, const std::string& secret) {
                             {"origin", Name(r.origin)}});
     }
     out["rules"] = std::move(rules_json);
+
+    // Apps connected through OAuth (docs/authorization.md), which the person may disconnect.
+    auto tokens = tx.tokens().List(ws);
+    if (!tokens.ok()) return tokens.status();
+    json apps = json::array();
+    for (const TokenRecord& t : *tokens) {
+      if (t.client_id.empty() || t.revoked_at) continue;
+      apps.push_back({{"token_id", t.id},
+                      {"client_id", t.client_id},
+                      {"name", t.label},
+                      {"scopes", FormatScopes(t.scopes)},
+                      {"connected_at", FormatTime(t.created_at)}});
+    }
+    out["apps"] = std::move(apps);
     return Status::Ok();
   });
   if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");

@@ -26,6 +26,8 @@ class InboxApi {
            const ToolRegistry& tools);
 
   static bool Handles(std::string_view path);
+  // The inbox session's secret the request's cookie carries, or "".
+  static std::string SessionSecret(const HttpRequest& req);
   // Whether handling `req` may write (signing in, approving, rejecting, moving trust,
   // signing out).
   static bool MayWrite(const HttpRequest& req);
@@ -44,6 +46,8 @@ class InboxApi {
   HttpResponse State(const InboxAuth& auth, const std::string& secret);
   HttpResponse Approve(const InboxAuth& auth, const nlohmann::json& body, bool approve);
   HttpResponse Trust(const InboxAuth& auth, const nlohmann::json& body);
+  // Disconnects an app the person connected through OAuth: revokes its token.
+  HttpResponse Disconnect(const InboxAuth& auth, const nlohmann::json& body);
   // A marker that moves whenever what the page shows may have changed.
   Result<std::string> ChangeMarker(ReadTx& tx, const std::string& ws);
 
