@@ -320,6 +320,12 @@ class BatchWriter {
 
 Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::string_view jsonl) {
+  return IngestJsonl(store, clock, ws_id, jsonl, nullptr);
+}
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also) {
   std::vector<Line> lines;
   size_t number = 0;
   size_t pos = 0;
@@ -343,12 +349,13 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
     if (!line.ok()) return line.status();
     lines.push_back(std::move(*line));
   }
-  if (lines.empty()) return Status::InvalidArgument("the batch is empty");
+  if (lines.empty() && !also) return Status::InvalidArgument("the batch is empty");
 
   IngestReport report;
   Status st = store.Write([&](WriteTx& tx) {
     report = IngestReport{};
-    return BatchWriter(tx, clock, ws_id, report).Apply(lines);
+    if (!lines.empty()) CORTEX_RETURN_IF_ERROR(BatchWriter(tx, clock, ws_id, report).Apply(lines));
+    return also ? also(tx) : Status::Ok();
   });
   if (!st.ok()) return st;
   report.lines = lines.size();

@@ -410,6 +410,27 @@ UPDATE decisions SET triage_class = CASE
 DROP INDEX decisions_by_class;
 CREATE INDEX decisions_by_class ON decisions(workspace_id, class, triage_class, id);
 )sql"},
+      {19, "a message's subject and the episode it answers", R"sql(
+-- action.communicate takes an optional subject and an optional in_reply_to (the episode id
+-- of the message it answers): the SMTP connector writes them as Subject:, In-Reply-To: and
+-- References:, and the delivered message's message_sent episode joins that thread.
+-- '' means none: the subject then comes from the draft's first line.
+ALTER TABLE actions ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+ALTER TABLE actions ADD COLUMN in_reply_to TEXT NOT NULL DEFAULT '';
+)sql"},
+      {20, "connectors' cursors, committed with the episodes they read", R"sql(
+-- How far each connector has read each source (an IMAP folder: its UIDVALIDITY and last
+-- UID; a calendar: its sync token), written in the transaction that stores the episodes
+-- read up to there: a crash mid-sync loses nothing and duplicates nothing
+-- (docs/connectors.md).
+CREATE TABLE ingest_cursors (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  source       TEXT NOT NULL,
+  cursor       TEXT NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, source)
+);
+)sql"},
   };
   return kMigrations;
 }
