@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/ip/address.hpp>
 #include <atomic>
+#include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <iostream>
 #include <thread>
@@ -136,7 +136,10 @@ class BackgroundWork {
 class MailPoller {
  public:
   MailPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts)
-      : store_(store), clock_(clock), accounts_(accounts), due_(accounts.size()),
+      : store_(store),
+        clock_(clock),
+        accounts_(accounts),
+        due_(accounts.size()),
         failures_(accounts.size(), 0) {
     if (accounts_.empty()) return;
     thread_ = std::thread([this] { Loop(); });

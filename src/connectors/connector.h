@@ -31,8 +31,9 @@ struct DeliveryConfig {
   std::string smtp_from;             // smtp: the envelope and From: address
   std::string smtp_user;             // smtp: optional login (AUTH)
   std::string smtp_password;         // from smtp_password, _file or _env (config.cc)
-  std::string smtp_tls = "starttls";  // smtp://: starttls (required) | none; smtps://: TLS
-  std::string smtp_ca_file;           // smtp: trust these CAs too (PEM), e.g. a private CA
+  // smtp://: "starttls" (required) or "none"; smtps:// is TLS throughout.
+  std::string smtp_tls = "starttls";
+  std::string smtp_ca_file;  // smtp: trust these CAs too (PEM), e.g. a private CA
   int max_attempts = 8;      // then the action is marked failed
   int timeout_seconds = 10;  // per webhook attempt
   int lease_seconds = 60;    // a row being delivered is retried after this if its

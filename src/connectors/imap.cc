@@ -112,8 +112,7 @@ Status ImapSession::Perform(const std::string& url, std::string* out) {
   }
 }
 
-Status ImapSession::Run(const std::string& folder, const std::string& command,
-                        std::string* out) {
+Status ImapSession::Run(const std::string& folder, const std::string& command, std::string* out) {
   CURL* curl = nullptr;
   if (curl_ == nullptr) {
     curl_ = curl_easy_init();

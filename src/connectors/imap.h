@@ -19,14 +19,14 @@ struct ImapAccount {
   std::string workspace;
   std::string url;  // imaps://host[:port] (TLS) or imap://host[:port] (STARTTLS unless tls="none")
   std::string username;
-  std::string password;           // from password, password_file or password_env
-  std::string tls = "starttls";   // imap:// only: starttls (required) | none
-  std::string ca_file;            // extra CAs to trust (PEM), e.g. a private CA
+  std::string password;                           // from password, password_file or password_env
+  std::string tls = "starttls";                   // imap:// only: starttls (required) | none
+  std::string ca_file;                            // extra CAs to trust (PEM), e.g. a private CA
   std::vector<std::string> received = {"INBOX"};  // folders whose mail is message_received
   std::vector<std::string> sent;                  // folders whose mail is message_sent
-  int backfill_days = 30;    // the first sync reads this far back
-  int poll_seconds = 60;     // cortex serve: between passes
-  int timeout_seconds = 30;  // per IMAP command
+  int backfill_days = 30;                         // the first sync reads this far back
+  int poll_seconds = 60;                          // cortex serve: between passes
+  int timeout_seconds = 30;                       // per IMAP command
   // "username@host": how logs, errors and cursors name the account.
   std::string Name() const;
 };
@@ -55,7 +55,8 @@ class ImapSession {
   // `uidvalidity`. Marks nothing read (see MarkUnread).
   Result<std::string> Fetch(const std::string& folder, uint32_t uidvalidity, uint32_t uid);
   // The UIDs among `uids` that are not \Seen.
-  Result<std::vector<uint32_t>> Unseen(const std::string& folder, const std::vector<uint32_t>& uids);
+  Result<std::vector<uint32_t>> Unseen(const std::string& folder,
+                                       const std::vector<uint32_t>& uids);
   // Clears \Seen on `uids` again (fetching a message marks it read on most servers).
   Status MarkUnread(const std::string& folder, const std::vector<uint32_t>& uids);
 

@@ -71,7 +71,7 @@ void Mailboxes(InternetAddressList* list, std::vector<std::pair<std::string, std
       Mailboxes(internet_address_group_get_members(INTERNET_ADDRESS_GROUP(a)), out);
     } else if (INTERNET_ADDRESS_IS_MAILBOX(a)) {
       out->emplace_back(HeaderSafe(Str(internet_address_get_name(a))),
-                       Str(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a))));
+                        Str(internet_address_mailbox_get_addr(INTERNET_ADDRESS_MAILBOX(a))));
     }
   }
 }
@@ -197,6 +197,14 @@ Result<ParsedMail> ParseMail(std::string_view raw) {
   }
   g_mime_part_iter_free(iter);
   m.text = !plain.empty() ? plain : HtmlToText(html);
+  // Lines end in \n, as everywhere else in Cortex (mail's own are CRLF).
+  std::string lf;
+  lf.reserve(m.text.size());
+  for (size_t i = 0; i < m.text.size(); ++i) {
+    if (m.text[i] == '\r' && i + 1 < m.text.size() && m.text[i + 1] == '\n') continue;
+    lf += m.text[i];
+  }
+  m.text = std::move(lf);
   // Text from a broken charset may hold invalid UTF-8: keep only what is valid.
   if (!g_utf8_validate(m.text.data(), static_cast<gssize>(m.text.size()), nullptr)) {
     char* fixed = g_utf8_make_valid(m.text.data(), static_cast<gssize>(m.text.size()));
@@ -223,8 +231,8 @@ std::string ComposeMail(const OutboxItem& item, const std::string& from, TimePoi
   std::string subject = HeaderSafe(item.mail.subject);
   if (subject.empty()) subject = HeaderSafe(item.body.substr(0, item.body.find_first_of("\r\n")));
   g_mime_message_set_subject(msg.p, subject.c_str(), "utf-8");
-  int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(date.time_since_epoch())
-                   .count();
+  int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(date.time_since_epoch()).count();
   GDateTime* dt = g_date_time_new_from_unix_utc(ms / 1000);
   g_mime_message_set_date(msg.p, dt);
   g_date_time_unref(dt);
@@ -232,8 +240,8 @@ std::string ComposeMail(const OutboxItem& item, const std::string& from, TimePoi
   // MessageIdOf() admits only printable ASCII without spaces or brackets.
   std::string in_reply_to = MessageIdOf(item.mail.in_reply_to);
   if (!in_reply_to.empty()) {
-    g_mime_object_set_header(GMIME_OBJECT(msg.p), "In-Reply-To",
-                             ('<' + in_reply_to + '>').c_str(), nullptr);
+    g_mime_object_set_header(GMIME_OBJECT(msg.p), "In-Reply-To", ('<' + in_reply_to + '>').c_str(),
+                             nullptr);
   }
   std::string refs;
   for (size_t pos = 0; pos < item.mail.references.size();) {
@@ -244,8 +252,7 @@ std::string ComposeMail(const OutboxItem& item, const std::string& from, TimePoi
     pos = end + 1;
   }
   if (!refs.empty()) {
-    g_mime_object_set_header(GMIME_OBJECT(msg.p), "References", Bracketed(refs).c_str(),
-                             nullptr);
+    g_mime_object_set_header(GMIME_OBJECT(msg.p), "References", Bracketed(refs).c_str(), nullptr);
   }
   GRef<GMimeTextPart> part(g_mime_text_part_new_with_subtype("plain"));
   std::string body = item.body;

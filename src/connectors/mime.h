@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/status.h"
-
 #include "core/time.h"
 #include "store/model.h"
 
@@ -24,11 +23,11 @@ std::string ComposeMail(const OutboxItem& item, const std::string& from, TimePoi
 
 // What Cortex reads from one received or sent message.
 struct ParsedMail {
-  std::string message_id;               // without <>, or "" if it has none
-  std::string in_reply_to;              // the first id of In-Reply-To, or ""
-  std::vector<std::string> references;  // References, oldest first
-  std::string subject;                  // RFC 2047 words decoded, one line
-  std::string from_name, from_address;  // the first From mailbox
+  std::string message_id;                               // without <>, or "" if it has none
+  std::string in_reply_to;                              // the first id of In-Reply-To, or ""
+  std::vector<std::string> references;                  // References, oldest first
+  std::string subject;                                  // RFC 2047 words decoded, one line
+  std::string from_name, from_address;                  // the first From mailbox
   std::vector<std::pair<std::string, std::string>> to;  // To mailboxes: name, address
   std::optional<TimePoint> date;                        // the Date header, if it parses
   std::string text;  // the body as text: text/plain, else the HTML part made readable

@@ -93,7 +93,7 @@ TEST(ComposeMail, NonAsciiIsEncodedNotRaw) {
   std::string mail = ComposeMail(item, "me@x.example", FromUnixMillis(0));
   std::string h = Headers(mail);
   EXPECT_NE(h.find("Subject: Budget =?UTF-8?"), std::string::npos) << h;  // RFC 2047 words
-  for (unsigned char c : mail) EXPECT_LT(c, 0x80) << mail;   // 7-bit clean on the wire
+  for (unsigned char c : mail) EXPECT_LT(c, 0x80) << mail;                // 7-bit clean on the wire
 }
 
 }  // namespace

@@ -136,8 +136,8 @@ Result<std::string> CheckMailFields(ReadTx& tx, const std::string& ws,
                : ep.status();
   }
   if (ep->kind != "message_received" && ep->kind != "message_sent") {
-    return Status::InvalidArgument("field 'in_reply_to': episode " + req.in_reply_to +
-                                   " is a " + ep->kind + ", not a message");
+    return Status::InvalidArgument("field 'in_reply_to': episode " + req.in_reply_to + " is a " +
+                                   ep->kind + ", not a message");
   }
   if (!req.subject.empty()) return req.subject;
   return ep->subject.empty() ? std::string() : ReplySubject(ep->subject);

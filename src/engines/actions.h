@@ -57,7 +57,7 @@ struct CommunicateRequest {
   std::string message;
   std::string tone;
   std::string context;
-  std::string token_id;  // who asks: model calls count against this token's budget
+  std::string token_id;         // who asks: model calls count against this token's budget
   std::string idempotency_key;  // optional: a retry with it gets the first call's result
   std::string subject;          // optional: the mail's subject (else "Re: ..." or the
                                 // draft's first line)

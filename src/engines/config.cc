@@ -112,7 +112,8 @@ Status ReadAccountString(const toml::table& t, const std::string& where, const c
 Status LoadConnectors(const toml::table& t, EngineConfig* config) {
   const toml::table* c = t["connectors"].as_table();
   if (c == nullptr) {
-    if (t.contains("connectors")) return Status::InvalidArgument("config: connectors must be a table");
+    if (t.contains("connectors"))
+      return Status::InvalidArgument("config: connectors must be a table");
     return Status::Ok();
   }
   for (const auto& [key, value] : *c) {
@@ -125,17 +126,18 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
   if (imap == nullptr) return Status::Ok();
   const toml::array* accounts = imap->as_array();
   if (accounts == nullptr) {
-    return Status::InvalidArgument("config: connectors.imap must be an array of tables ([[connectors.imap]])");
+    return Status::InvalidArgument(
+        "config: connectors.imap must be an array of tables ([[connectors.imap]])");
   }
   std::set<std::string> names;
   for (size_t i = 0; i < accounts->size(); ++i) {
     const toml::table* a = (*accounts)[i].as_table();
     std::string where = "connectors.imap[" + std::to_string(i) + "].";
     if (a == nullptr) return Status::InvalidArgument("config: " + where + " must be a table");
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, where,
-                                   {"workspace", "url", "username", "password", "password_file",
-                                    "password_env", "tls", "ca_file", "received", "sent",
-                                    "backfill_days", "poll_seconds", "timeout_seconds"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, where,
+        {"workspace", "url", "username", "password", "password_file", "password_env", "tls",
+         "ca_file", "received", "sent", "backfill_days", "poll_seconds", "timeout_seconds"}));
     ImapAccount acc;
     std::string password, file, env;
     CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "workspace", &acc.workspace));
@@ -184,14 +186,13 @@ Result<std::string> ReadSecret(const std::string& key, const std::string& inline
                                const std::string& file, const std::string& env) {
   int given = !inline_value.empty() + !file.empty() + !env.empty();
   if (given > 1) {
-    return Status::InvalidArgument("config: give one of " + key + ", " + key + "_file and " +
-                                   key + "_env");
+    return Status::InvalidArgument("config: give one of " + key + ", " + key + "_file and " + key +
+                                   "_env");
   }
   if (!env.empty()) {
     const char* v = std::getenv(env.c_str());
     if (v == nullptr) {
-      return Status::InvalidArgument("config: " + key + "_env names " + env +
-                                     ", which is not set");
+      return Status::InvalidArgument("config: " + key + "_env names " + env + ", which is not set");
     }
     return std::string(v);
   }
@@ -215,9 +216,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  CORTEX_RETURN_IF_ERROR(
-      Unknown(t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push",
-                      "connectors"}));
+  CORTEX_RETURN_IF_ERROR(Unknown(
+      t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "connectors"}));
   if (auto* a = t["drafter"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
         Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));
@@ -290,11 +290,11 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));
   }
   if (auto* a = t["delivery"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.",
-                                   {"connector", "jsonl_path", "webhook_url", "webhook_secret",
-                                    "max_attempts", "timeout_seconds", "lease_seconds", "smtp_url",
-                                    "smtp_from", "smtp_user", "smtp_password", "smtp_password_file",
-                                    "smtp_password_env", "smtp_tls", "smtp_ca_file"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "delivery.",
+        {"connector", "jsonl_path", "webhook_url", "webhook_secret", "max_attempts",
+         "timeout_seconds", "lease_seconds", "smtp_url", "smtp_from", "smtp_user", "smtp_password",
+         "smtp_password_file", "smtp_password_env", "smtp_tls", "smtp_ca_file"}));
   }
   int64_t expiry = config.actions.draft_expiry.count() / 60;
   int64_t undo = config.actions.undo_window.count();
@@ -322,8 +322,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   std::string password_file, password_env;
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_file", &password_file));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_env", &password_env));
-  auto password = ReadSecret("delivery.smtp_password", config.delivery.smtp_password,
-                             password_file, password_env);
+  auto password = ReadSecret("delivery.smtp_password", config.delivery.smtp_password, password_file,
+                             password_env);
   if (!password.ok()) return password.status();
   config.delivery.smtp_password = std::move(*password);
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_tls", &config.delivery.smtp_tls));

@@ -21,7 +21,7 @@ struct EngineConfig {
     none.connector = "";
     return none;
   }();
-  HttpLimits http;  // cortex serve only
+  HttpLimits http;                // cortex serve only
   std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
 };
 

@@ -24,11 +24,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kBatch = 50;              // messages per transaction
-constexpr size_t kMaxSubjectBytes = 500;   // ingest's limits (docs/ingest.md)
+constexpr size_t kBatch = 50;             // messages per transaction
+constexpr size_t kMaxSubjectBytes = 500;  // ingest's limits (docs/ingest.md)
 constexpr size_t kMaxThreadBytes = 200;
 constexpr size_t kMaxExternalIdBytes = 200;
-constexpr size_t kMaxBodyBytes = 16000;    // within a 64 KiB line, escapes included
+constexpr size_t kMaxBodyBytes = 16000;  // within a 64 KiB line, escapes included
 
 // A Message-ID, or a digest of the message when it has none (or one too long to keep).
 std::string ExternalId(const ParsedMail& m, const std::string& raw) {
@@ -37,7 +37,7 @@ std::string ExternalId(const ParsedMail& m, const std::string& raw) {
 }
 
 std::string Thread(const ParsedMail& m, const std::string& external_id) {
-  std::string t = !m.references.empty() ? m.references.front()
+  std::string t = !m.references.empty()    ? m.references.front()
                   : !m.in_reply_to.empty() ? m.in_reply_to
                                            : external_id;
   if (t.size() > kMaxThreadBytes) t = "sha256:" + Sha256Hex(t);

@@ -31,8 +31,7 @@ struct MailSyncReport {
 // A folder's error stops the pass and names the account (and folder); what was committed
 // before it stays. `stop`, if given and set, ends the pass after the batch in hand.
 Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapAccount& account,
-                                   ImapSession& session,
-                                   const std::atomic<bool>* stop = nullptr);
+                                   ImapSession& session, const std::atomic<bool>* stop = nullptr);
 
 // The JSONL episode line (and, first, an entity line when `new_sender`) for one message of
 // folder kind `kind` (message_received or message_sent); "" when it has no usable

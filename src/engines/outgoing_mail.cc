@@ -10,7 +10,7 @@ namespace cortex {
 
 namespace {
 
-constexpr size_t kMaxSubjectBytes = 200;   // a longer draft line is cut with "..."
+constexpr size_t kMaxSubjectBytes = 200;  // a longer draft line is cut with "..."
 constexpr size_t kMaxSummaryBytes = 240;
 
 bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
@@ -114,8 +114,8 @@ Episode SentEpisodeOf(const Action& action, const OutboxItem::Mail& mail,
   e.entity_id = action.entity_id;
   e.channel = "email";
   e.subject = mail.subject;
-  e.summary = Shorten("To " + recipient_name + ": '" + FirstSentence(action.draft) + "'",
-                      kMaxSummaryBytes);
+  e.summary =
+      Shorten("To " + recipient_name + ": '" + FirstSentence(action.draft) + "'", kMaxSummaryBytes);
   e.body = Utf8Prefix(action.draft, limits::kMaxBodyChars);
   e.thread = mail.thread;
   e.external_id = ActionMessageId(action.id);

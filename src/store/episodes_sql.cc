@@ -342,8 +342,8 @@ Status EpisodesWriter::Insert(const Episode& e) {
 Result<std::optional<std::string>> EpisodesReader::Cursor(const std::string& ws,
                                                           const std::string& source) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s = s_.conn.Prepare(
-      "SELECT cursor FROM ingest_cursors WHERE workspace_id = ? AND source = ?");
+  Stmt s =
+      s_.conn.Prepare("SELECT cursor FROM ingest_cursors WHERE workspace_id = ? AND source = ?");
   s.Bind(1, ws).Bind(2, source);
   Status st;
   if (!s.Step(&st)) {

@@ -90,10 +90,14 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                                             ctx.auth.token_id, args, ctx.request_state,
                                             ctx.input_responses));
         }
-        CommunicateRequest req{args.at("to"),          args.at("message"),
-                               args.value("tone", ""), args.value("context", ""),
-                               ctx.auth.token_id,      args.value("idempotency_key", ""),
-                               args.value("subject", ""), args.value("in_reply_to", "")};
+        CommunicateRequest req{args.at("to"),
+                               args.at("message"),
+                               args.value("tone", ""),
+                               args.value("context", ""),
+                               ctx.auth.token_id,
+                               args.value("idempotency_key", ""),
+                               args.value("subject", ""),
+                               args.value("in_reply_to", "")};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
         auto result = engine.Communicate(ws, req);
         if (result.ok() && result->status == "pending_approval" && result->level == 1 &&
