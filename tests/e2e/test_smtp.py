@@ -9,6 +9,7 @@ aiosmtpd for the server process.
 
 import email
 import email.policy
+import http.client
 import json
 import os
 import subprocess
@@ -109,6 +110,23 @@ def wait_status(port, token, decision_id, want, timeout=15):
             return
         time.sleep(0.1)
     raise AssertionError(f"decision {decision_id} is {status}, want {want}")
+
+
+def inbox_state(data, port):
+    """GET /inbox/api/state as the person signed in through `cortex inbox link`."""
+    link = cli(data, "inbox", "link", "--data", data, "--workspace", "alpha", "--base-url",
+               f"http://127.0.0.1:{port}").stdout.strip().split()[-1]
+    path = link.split(f"127.0.0.1:{port}", 1)[1]
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    cookie = r.getheader("Set-Cookie").split(";")[0]
+    c.request("GET", "/inbox/api/state", headers={"Cookie": cookie})
+    r = c.getresponse()
+    body = json.loads(r.read())
+    c.close()
+    return body
 
 
 class SmtpCase(unittest.TestCase):
@@ -226,6 +244,11 @@ class TestSmtpStartTls(SmtpCase):
         self.assertEqual(store_rows(
             self.data, f"SELECT count(*) FROM episodes WHERE external_id = "
                        f"'{r['action_id']}@cortex'"), [("0",)])
+        # The person's inbox says why it was not sent.
+        state = inbox_state(self.data, self.server.port)
+        [shown] = [d for d in state["decisions"] if d["decision_id"] == r["decision_id"]]
+        self.assertEqual(shown["status"], "failed")
+        self.assertIn("550", shown["failure"])
 
     def test_a_temporary_refusal_is_retried(self):
         r = self.send(to="later-1@h.example", message="Are you there?")["structuredContent"]
