@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "engines/delivery.h"
 #include "engines/digest.h"
 #include "engines/idempotency.h"
+#include "engines/mail_sync.h"
 #include "engines/pushes.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
@@ -130,6 +132,82 @@ class BackgroundWork {
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread thread_;  // last: starts once everything above exists
+};
+
+// Mail in while serving (docs/connectors.md): every [[connectors.imap]] account is read
+// every poll_seconds, on one thread of its own so that a slow mailbox never holds up
+// delivery. A failing account is retried with backoff (doubling, at most 15 minutes) and
+// does not delay the others. What a pass committed stays if the process dies mid-pass.
+class MailPoller {
+ public:
+  MailPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts)
+      : store_(store),
+        clock_(clock),
+        accounts_(accounts),
+        due_(accounts.size()),
+        failures_(accounts.size(), 0) {
+    if (accounts_.empty()) return;
+    thread_ = std::thread([this] { Loop(); });
+    NameThread(thread_, "cortex-mail");
+  }
+  ~MailPoller() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto now = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < accounts_.size(); ++i) {
+        if (now < due_[i]) continue;
+        const ImapAccount& account = accounts_[i];
+        try {
+          ImapSession session(account);
+          auto report = SyncMailbox(store_, clock_, account, session, &stopping_);
+          if (report.ok()) {
+            failures_[i] = 0;
+            if (report->added > 0) spdlog::info("imap {}: {}", account.Name(), report->Summary());
+          } else {
+            ++failures_[i];
+            spdlog::warn("{} (attempt {})", report.status().message(), failures_[i]);
+          }
+        } catch (const std::exception& e) {
+          ++failures_[i];
+          spdlog::error("imap {}: {}", account.Name(), e.what());
+        }
+        auto wait = std::chrono::seconds(account.poll_seconds);
+        if (failures_[i] > 0) {
+          wait = std::min<std::chrono::seconds>(
+              std::chrono::seconds(account.poll_seconds) * (1 << std::min(failures_[i], 10)),
+              std::chrono::minutes(15));
+        }
+        due_[i] = std::chrono::steady_clock::now() + wait;
+        std::lock_guard<std::mutex> check(mu_);
+        if (stop_) return;
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; });
+    }
+  }
+
+  Store& store_;
+  const Clock& clock_;
+  const std::vector<ImapAccount>& accounts_;
+  std::vector<std::chrono::steady_clock::time_point> due_;
+  std::vector<int> failures_;
+  std::atomic<bool> stopping_{false};  // ends a long pass between batches
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 struct HostPort {
@@ -254,6 +332,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     return 1;
   }
   BackgroundWork background(**store, clock, *config, **connector);
+  MailPoller mail(**store, clock, config->imap);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
                RedactedLocation(options.data_dir));

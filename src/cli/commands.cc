@@ -18,6 +18,7 @@
 #include "engines/inbox.h"
 #include "engines/ingest.h"
 #include "engines/ledger.h"
+#include "engines/mail_sync.h"
 #include "engines/quotas.h"
 #include "engines/rules.h"
 #include "engines/tokens.h"
@@ -140,6 +141,31 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
   if (!report.ok()) return Fail(report.status());
   PrintReport(*report);
   return 0;
+}
+
+int CmdSync(const std::string& data, const std::string& config_path) {
+  auto config = LoadConfig(config_path);
+  if (!config.ok()) return Fail(config.status());
+  if (config->imap.empty()) {
+    return Fail(Status::InvalidArgument("config " + config_path +
+                                        " names no connector ([[connectors.imap]])"));
+  }
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  int rc = 0;
+  // Each account on its own: one that fails does not stop the others.
+  for (const ImapAccount& account : config->imap) {
+    ImapSession session(account);
+    auto report = SyncMailbox(**store, ProcessClock(), account, session);
+    if (report.ok()) {
+      std::cout << "imap " << account.Name() << " (" << account.workspace
+                << "): " << report->Summary() << "\n";
+    } else {
+      std::cerr << "error: " << report.status().message() << "\n";
+      rc = 1;
+    }
+  }
+  return rc;
 }
 
 int CmdRulesImport(const std::string& data, const std::string& workspace, const std::string& file) {

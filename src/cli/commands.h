@@ -15,6 +15,9 @@ int CmdTokenCheck(const std::string& data, const std::string& workspace, const s
 int CmdTokenRevoke(const std::string& data, const std::string& workspace,
                    const std::string& token_id);
 int CmdIngest(const std::string& data, const std::string& workspace, const std::string& file);
+// One pass of every [[connectors.*]] account of `config_path`: a line per account, 1 if any
+// failed (its error on stderr, naming it).
+int CmdSync(const std::string& data, const std::string& config_path);
 int CmdRulesImport(const std::string& data, const std::string& workspace, const std::string& file);
 int CmdRulesList(const std::string& data, const std::string& workspace, bool all);
 int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,

@@ -131,6 +131,15 @@ int main(int argc, char** argv) {
   ingest->add_option("file", file, "FILE.jsonl, or - for stdin")->required();
   ingest->callback([&] { rc = CmdIngest(data_dir, workspace, file); });
 
+  // sync
+  std::string sync_config;
+  auto* sync = app.add_subcommand("sync", "Read new mail from every configured mailbox, once");
+  add_data(sync);
+  sync->add_option("--config", sync_config, "TOML configuration file with [[connectors.imap]]")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sync->callback([&] { rc = CmdSync(data_dir, sync_config); });
+
   // inbox link|list|approve|reject
   auto* inbox_cmd = app.add_subcommand("inbox", "The person's approval inbox");
   inbox_cmd->require_subcommand(1);

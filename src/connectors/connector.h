@@ -16,7 +16,9 @@ class Connector {
  public:
   virtual ~Connector() = default;
   virtual const char* name() const = 0;
-  // Delivers one message. OK means the receiver has it; any error is retried later.
+  // Delivers one message. OK means the receiver has it. InvalidArgument means it never
+  // will (an SMTP 5xx, a webhook 4xx, an address the channel cannot reach): the message
+  // fails at once. Any other error is retried later, with backoff.
   virtual Status Deliver(const OutboxItem& item) = 0;
 };
 
@@ -27,8 +29,11 @@ struct DeliveryConfig {
   std::string webhook_secret;        // webhook: HMAC-SHA256 key for X-Cortex-Signature
   std::string smtp_url;              // smtp: e.g. smtp://127.0.0.1:2525 or smtps://host:465
   std::string smtp_from;             // smtp: the envelope and From: address
-  std::string smtp_user;             // smtp: optional login
-  std::string smtp_password;
+  std::string smtp_user;             // smtp: optional login (AUTH)
+  std::string smtp_password;         // from smtp_password, _file or _env (config.cc)
+  // smtp://: "starttls" (required) or "none"; smtps:// is TLS throughout.
+  std::string smtp_tls = "starttls";
+  std::string smtp_ca_file;  // smtp: trust these CAs too (PEM), e.g. a private CA
   int max_attempts = 8;      // then the action is marked failed
   int timeout_seconds = 10;  // per webhook attempt
   int lease_seconds = 60;    // a row being delivered is retried after this if its

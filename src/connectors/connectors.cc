@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "connectors/connector.h"
+#include "connectors/mime.h"
 #include "core/json_text.h"
 #include "core/time.h"
 #include "store/outbox.h"
@@ -82,6 +83,18 @@ std::string HmacSha256Hex(const std::string& key, const std::string& data) {
   return out;
 }
 
+// An address SMTP can deliver to: local@domain, printable ASCII or UTF-8, no spaces or
+// brackets (identifiers are normalised before they get here, docs/ingest.md).
+bool IsMailAddress(const std::string& a) {
+  size_t at = a.find('@');
+  if (at == 0 || at == std::string::npos || at + 1 >= a.size()) return false;
+  for (char c : a) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f || c == '<' || c == '>' || c == ',') return false;
+  }
+  return true;
+}
+
 size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
 class WebhookConnector final : public Connector {
@@ -119,6 +132,11 @@ class WebhookConnector final : public Connector {
     curl_easy_cleanup(curl);
     if (rc != CURLE_OK)
       return Status::Unavailable(std::string("webhook: ") + curl_easy_strerror(rc));
+    if (code >= 400 && code <= 499 && code != 408 && code != 425 && code != 429) {
+      // The receiver refuses this request for good; sending it again cannot help.
+      return Status::InvalidArgument("webhook answered HTTP " + std::to_string(code) +
+                                     " (permanent)");
+    }
     if (code < 200 || code > 299) {
       return Status::Unavailable("webhook answered HTTP " + std::to_string(code));
     }
@@ -151,29 +169,25 @@ class SmtpConnector final : public Connector {
   const char* name() const override { return "smtp"; }
 
   Status Deliver(const OutboxItem& item) override {
-    if (item.recipient.find('@') == std::string::npos || item.recipient[0] == '@') {
-      return Status::InvalidArgument("smtp: " + item.recipient + " is not an email address");
-    }
-    // Subject: the first line of the message, shortened.
-    std::string subject = item.body.substr(0, item.body.find('\n'));
-    if (subject.size() > 78) subject = Utf8Prefix(subject, 75) + "...";
-    std::string body = item.body;
-    // SMTP lines end in CRLF; a line holding only "." would end the message early.
-    std::string crlf;
-    for (size_t i = 0; i < body.size(); ++i) {
-      if (body[i] == '\n' && (i == 0 || body[i - 1] != '\r')) crlf += '\r';
-      crlf += body[i];
+    if (!IsMailAddress(item.recipient)) {
+      return Status::InvalidArgument("smtp: " + item.recipient +
+                                     " is not an email address; mail cannot reach it");
     }
     Upload up;
-    up.data = "From: " + config_.smtp_from + "\r\nTo: " + item.recipient +
-              "\r\nSubject: " + subject + "\r\nMessage-ID: <" + item.id +
-              "@cortex>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n"
-              "\r\n" +
-              crlf + "\r\n";
+    up.data = ComposeMail(item, config_.smtp_from, std::chrono::system_clock::now());
     CURL* curl = curl_easy_init();
     if (curl == nullptr) return Status::Unavailable("curl_easy_init failed");
+    char error[CURL_ERROR_SIZE] = {0};
     curl_slist* rcpt = curl_slist_append(nullptr, ("<" + item.recipient + ">").c_str());
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(curl, CURLOPT_URL, config_.smtp_url.c_str());
+    // smtp:// must upgrade with STARTTLS (a server that does not offer it is refused)
+    // unless smtp_tls = "none"; smtps:// is TLS from the first byte.
+    curl_easy_setopt(curl, CURLOPT_USE_SSL,
+                     config_.smtp_tls == "none" ? CURLUSESSL_NONE : CURLUSESSL_ALL);
+    if (!config_.smtp_ca_file.empty()) {
+      curl_easy_setopt(curl, CURLOPT_CAINFO, config_.smtp_ca_file.c_str());
+    }
     curl_easy_setopt(curl, CURLOPT_MAIL_FROM, ("<" + config_.smtp_from + ">").c_str());
     curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, rcpt);
     if (!config_.smtp_user.empty()) {
@@ -186,10 +200,18 @@ class SmtpConnector final : public Connector {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(config_.timeout_seconds));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     CURLcode rc = curl_easy_perform(curl);
+    long code = 0;  // the SMTP server's last reply code
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(rcpt);
     curl_easy_cleanup(curl);
-    if (rc != CURLE_OK) return Status::Unavailable(std::string("smtp: ") + curl_easy_strerror(rc));
-    return Status::Ok();
+    if (rc == CURLE_OK) return Status::Ok();
+    std::string why = std::string("smtp: ") + (error[0] != 0 ? error : curl_easy_strerror(rc));
+    if (code >= 500 && code <= 599) {
+      // 5xx: the server refuses for good (unknown mailbox, rejected sender, bad login).
+      return Status::InvalidArgument(why + " (SMTP " + std::to_string(code) + ", permanent)");
+    }
+    if (code >= 400 && code <= 499) why += " (SMTP " + std::to_string(code) + ", temporary)";
+    return Status::Unavailable(why);
   }
 
  private:

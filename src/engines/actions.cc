@@ -13,6 +13,7 @@
 #include "engines/idempotency.h"
 #include "engines/identifiers.h"
 #include "engines/ledger.h"
+#include "engines/outgoing_mail.h"
 #include "engines/pushes.h"
 #include "engines/rules.h"
 #include "engines/signals.h"
@@ -113,6 +114,35 @@ Result<Recipient> FindRecipient(ReadTx& tx, const std::string& ws, const std::st
   return r;
 }
 
+// Checks the optional subject and in_reply_to of `req`; returns the subject to store:
+// as given, else "Re: " and the answered message's subject, else "" (the draft's first
+// line, at delivery). InvalidArgument naming the field.
+Result<std::string> CheckMailFields(ReadTx& tx, const std::string& ws,
+                                    const CommunicateRequest& req) {
+  for (char c : req.subject) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      return Status::InvalidArgument(
+          "field 'subject': control characters (CR, LF, NUL, TAB...) are not allowed in a "
+          "subject");
+    }
+  }
+  if (req.in_reply_to.empty()) return req.subject;
+  auto ep = tx.episodes().Get(ws, req.in_reply_to);
+  if (!ep.ok()) {
+    return ep.status().code() == Code::kNotFound
+               ? Status::InvalidArgument("field 'in_reply_to': no episode " + req.in_reply_to +
+                                         " in this workspace")
+               : ep.status();
+  }
+  if (ep->kind != "message_received" && ep->kind != "message_sent") {
+    return Status::InvalidArgument("field 'in_reply_to': episode " + req.in_reply_to + " is a " +
+                                   ep->kind + ", not a message");
+  }
+  if (!req.subject.empty()) return req.subject;
+  return ep->subject.empty() ? std::string() : ReplySubject(ep->subject);
+}
+
 // The notification a message to `entity_id` answers, if one from them surfaced lately:
 // usually the latest triage; past a few silent ones (newsletters), none.
 Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& ws,
@@ -195,6 +225,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       auto to = FindRecipient(tx, ws, req.to);
       if (!to.ok()) return to.status();
       name = to->Name();
+      CORTEX_RETURN_IF_ERROR(CheckMailFields(tx, ws, req).status());
       return DraftMessage(req.message, req.tone, name).status();
     }));
     auto spent = SpendInference(ws, req.token_id);
@@ -241,6 +272,10 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
       CORTEX_RETURN_IF_ERROR(tx.workspaces().SetWorldVersion(ws, p.world_version));
       p.first_contact = true;
     }
+
+    auto subject = CheckMailFields(tx, ws, req);
+    if (!subject.ok()) return subject.status();
+    p.subject = std::move(*subject);
 
     // 2. Draft (the model's, when it answered; else the built-in drafter's).
     auto draft = DraftMessage(req.message, req.tone, p.who.name);
@@ -403,6 +438,8 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   action.tone = req.tone;
   action.context = req.context;
   action.draft = p.draft;
+  action.subject = p.subject;
+  action.in_reply_to = req.in_reply_to;
   action.created_at = p.now;
   action.updated_at = p.now;
   action.status = v.status();

@@ -57,8 +57,11 @@ struct CommunicateRequest {
   std::string message;
   std::string tone;
   std::string context;
-  std::string token_id;  // who asks: model calls count against this token's budget
+  std::string token_id;         // who asks: model calls count against this token's budget
   std::string idempotency_key;  // optional: a retry with it gets the first call's result
+  std::string subject;          // optional: the mail's subject (else "Re: ..." or the
+                                // draft's first line)
+  std::string in_reply_to;      // optional: the episode id of the message this answers
 };
 
 class ActionEngine {
@@ -97,6 +100,7 @@ class ActionEngine {
     Entity who;
     bool first_contact = false;  // `who` was created for this message
     std::string draft;
+    std::string subject;  // checked; "" means the draft's first line
     std::vector<Signal> signals;
     ActionVerdict verdict;
     std::optional<TriageLink> triage;  // the notification this answers, if any

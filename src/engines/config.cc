@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <set>
 
 namespace cortex {
@@ -62,7 +64,146 @@ Status GetString(const toml::table& t, const char* section, const char* key, std
   return Status::Ok();
 }
 
+Status ReadStrings(const toml::table& t, const std::string& where, const char* key,
+                   std::vector<std::string>* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return Status::Ok();
+  const toml::array* a = node->as_array();
+  std::string name = "config: " + where + key;
+  if (a == nullptr) return Status::InvalidArgument(name + " must be an array of strings");
+  out->clear();
+  for (const toml::node& v : *a) {
+    auto s = v.value<std::string>();
+    if (!s || s->empty()) return Status::InvalidArgument(name + " must hold non-empty strings");
+    for (char c : *s) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return Status::InvalidArgument(name + ": a folder name holds a control character");
+      }
+    }
+    out->push_back(*s);
+  }
+  return Status::Ok();
+}
+
+Status ReadAccountInt(const toml::table& t, const std::string& where, const char* key, int* out,
+                      int64_t min, int64_t max) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value<int64_t>();
+  if (!v || *v < min || *v > max) {
+    return Status::InvalidArgument("config: " + where + key + " must be between " +
+                                   std::to_string(min) + " and " + std::to_string(max));
+  }
+  *out = static_cast<int>(*v);
+  return Status::Ok();
+}
+
+Status ReadAccountString(const toml::table& t, const std::string& where, const char* key,
+                         std::string* out) {
+  const toml::node* node = t.get(key);
+  if (node == nullptr) return Status::Ok();
+  auto v = node->value<std::string>();
+  if (!v) return Status::InvalidArgument("config: " + where + key + " must be a string");
+  *out = *v;
+  return Status::Ok();
+}
+
+// [[connectors.imap]] tables (docs/connectors.md).
+Status LoadConnectors(const toml::table& t, EngineConfig* config) {
+  const toml::table* c = t["connectors"].as_table();
+  if (c == nullptr) {
+    if (t.contains("connectors"))
+      return Status::InvalidArgument("config: connectors must be a table");
+    return Status::Ok();
+  }
+  for (const auto& [key, value] : *c) {
+    if (key.str() != "imap") {
+      return Status::InvalidArgument("config: unknown connector 'connectors." +
+                                     std::string(key.str()) + "' (this version reads: imap)");
+    }
+  }
+  const toml::node* imap = c->get("imap");
+  if (imap == nullptr) return Status::Ok();
+  const toml::array* accounts = imap->as_array();
+  if (accounts == nullptr) {
+    return Status::InvalidArgument(
+        "config: connectors.imap must be an array of tables ([[connectors.imap]])");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < accounts->size(); ++i) {
+    const toml::table* a = (*accounts)[i].as_table();
+    std::string where = "connectors.imap[" + std::to_string(i) + "].";
+    if (a == nullptr) return Status::InvalidArgument("config: " + where + " must be a table");
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, where,
+        {"workspace", "url", "username", "password", "password_file", "password_env", "tls",
+         "ca_file", "received", "sent", "backfill_days", "poll_seconds", "timeout_seconds"}));
+    ImapAccount acc;
+    std::string password, file, env;
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "workspace", &acc.workspace));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "url", &acc.url));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "username", &acc.username));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password", &password));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password_file", &file));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password_env", &env));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "tls", &acc.tls));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "ca_file", &acc.ca_file));
+    CORTEX_RETURN_IF_ERROR(ReadStrings(*a, where, "received", &acc.received));
+    CORTEX_RETURN_IF_ERROR(ReadStrings(*a, where, "sent", &acc.sent));
+    CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "backfill_days", &acc.backfill_days, 0, 3650));
+    CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "poll_seconds", &acc.poll_seconds, 1, 86400));
+    CORTEX_RETURN_IF_ERROR(
+        ReadAccountInt(*a, where, "timeout_seconds", &acc.timeout_seconds, 1, 300));
+    if (acc.workspace.empty() || acc.url.empty() || acc.username.empty()) {
+      return Status::InvalidArgument("config: " + where + " needs workspace, url and username");
+    }
+    if (acc.url.rfind("imap://", 0) != 0 && acc.url.rfind("imaps://", 0) != 0) {
+      return Status::InvalidArgument("config: " + where +
+                                     "url must start with imaps:// (TLS) or imap:// (STARTTLS)");
+    }
+    if (acc.tls != "starttls" && acc.tls != "none") {
+      return Status::InvalidArgument("config: " + where + "tls must be \"starttls\" or \"none\"");
+    }
+    auto secret = ReadSecret(where + "password", password, file, env);
+    if (!secret.ok()) return secret.status();
+    if (secret->empty()) {
+      return Status::InvalidArgument("config: " + where +
+                                     " needs password_file, password_env or password");
+    }
+    acc.password = std::move(*secret);
+    if (!names.insert(acc.workspace + " " + acc.Name()).second) {
+      return Status::InvalidArgument("config: " + where + " repeats account " + acc.Name() +
+                                     " of workspace " + acc.workspace);
+    }
+    config->imap.push_back(std::move(acc));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Result<std::string> ReadSecret(const std::string& key, const std::string& inline_value,
+                               const std::string& file, const std::string& env) {
+  int given = !inline_value.empty() + !file.empty() + !env.empty();
+  if (given > 1) {
+    return Status::InvalidArgument("config: give one of " + key + ", " + key + "_file and " + key +
+                                   "_env");
+  }
+  if (!env.empty()) {
+    const char* v = std::getenv(env.c_str());
+    if (v == nullptr) {
+      return Status::InvalidArgument("config: " + key + "_env names " + env + ", which is not set");
+    }
+    return std::string(v);
+  }
+  if (file.empty()) return inline_value;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status::InvalidArgument("config: cannot read " + key + "_file " + file);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A trailing newline (echo secret > file) is not part of the secret.
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  return secret;
+}
 
 Result<EngineConfig> LoadConfig(const std::string& path) {
   EngineConfig config;
@@ -75,8 +216,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  CORTEX_RETURN_IF_ERROR(
-      Unknown(t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push"}));
+  CORTEX_RETURN_IF_ERROR(Unknown(
+      t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "connectors"}));
   if (auto* a = t["drafter"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
         Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));
@@ -153,10 +294,11 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     CORTEX_RETURN_IF_ERROR(Unknown(*a, "trust.", {"default_level", "approvals_to_raise"}));
   }
   if (auto* a = t["delivery"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "delivery.",
-                                   {"connector", "jsonl_path", "webhook_url", "webhook_secret",
-                                    "max_attempts", "timeout_seconds", "lease_seconds", "smtp_url",
-                                    "smtp_from", "smtp_user", "smtp_password"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "delivery.",
+        {"connector", "jsonl_path", "webhook_url", "webhook_secret", "max_attempts",
+         "timeout_seconds", "lease_seconds", "smtp_url", "smtp_from", "smtp_user", "smtp_password",
+         "smtp_password_file", "smtp_password_env", "smtp_tls", "smtp_ca_file"}));
   }
   int64_t expiry = config.actions.draft_expiry.count() / 60;
   int64_t undo = config.actions.undo_window.count();
@@ -181,6 +323,32 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_from", &config.delivery.smtp_from));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &config.delivery.smtp_user));
   CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password", &config.delivery.smtp_password));
+  std::string password_file, password_env;
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_file", &password_file));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_env", &password_env));
+  auto password = ReadSecret("delivery.smtp_password", config.delivery.smtp_password, password_file,
+                             password_env);
+  if (!password.ok()) return password.status();
+  config.delivery.smtp_password = std::move(*password);
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_tls", &config.delivery.smtp_tls));
+  if (config.delivery.smtp_tls != "starttls" && config.delivery.smtp_tls != "none") {
+    return Status::InvalidArgument(
+        "config: delivery.smtp_tls must be \"starttls\" or \"none\" (smtps:// URLs use "
+        "implicit TLS)");
+  }
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_ca_file", &config.delivery.smtp_ca_file));
+  if (!config.delivery.smtp_url.empty() && config.delivery.smtp_url.rfind("smtp://", 0) != 0 &&
+      config.delivery.smtp_url.rfind("smtps://", 0) != 0) {
+    return Status::InvalidArgument(
+        "config: delivery.smtp_url must start with smtp:// (STARTTLS) or smtps:// (TLS)");
+  }
+  for (char c : config.delivery.smtp_from) {
+    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f || c == '<' || c == '>') {
+      return Status::InvalidArgument(
+          "config: delivery.smtp_from must be a bare address (no spaces, brackets or control "
+          "characters)");
+    }
+  }
   int64_t attempts = config.delivery.max_attempts, timeout = config.delivery.timeout_seconds;
   int64_t lease = config.delivery.lease_seconds;
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
@@ -203,6 +371,7 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     return Status::InvalidArgument(
         "config: push needs both push.webhook_url and push.webhook_secret (events are signed)");
   }
+  CORTEX_RETURN_IF_ERROR(LoadConnectors(t, &config));
   // Pushes are delivered as messages are: same attempts, timeout and lease.
   config.push.connector = config.push.webhook_url.empty() ? "" : "webhook";
   config.push.max_attempts = config.delivery.max_attempts;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "connectors/connector.h"
+#include "connectors/imap.h"
 #include "core/limits.h"
 #include "engines/actions.h"
 
@@ -19,10 +21,17 @@ struct EngineConfig {
     none.connector = "";
     return none;
   }();
-  HttpLimits http;  // cortex serve only
+  HttpLimits http;                // cortex serve only
+  std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
 };
 
 // Reads `path`; an empty path gives the defaults. InvalidArgument names the bad key.
 Result<EngineConfig> LoadConfig(const std::string& path);
+
+// A secret given inline, in a file (`file`, trailing newline dropped) or in an environment
+// variable (`env`): at most one of them. `key` names it in errors, which never hold the
+// secret itself.
+Result<std::string> ReadSecret(const std::string& key, const std::string& inline_value,
+                               const std::string& file, const std::string& env);
 
 }  // namespace cortex

@@ -4,12 +4,17 @@
 
 #include <algorithm>
 
+#include "core/ids.h"
 #include "engines/ledger.h"
+#include "engines/outgoing_mail.h"
 #include "engines/pushes.h"
 #include "store/actions.h"
 #include "store/decisions.h"
+#include "store/entities.h"
+#include "store/episodes.h"
 #include "store/ledger.h"
 #include "store/outbox.h"
+#include "store/workspaces.h"
 
 namespace cortex {
 
@@ -66,10 +71,24 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
 
     // An event that could not be pushed while it mattered is given up, not pushed late.
     bool stale = kind == OutboxKind::kEvent && now - item.created_at > kPushFreshness;
-    Status sent =
-        stale ? Status::Unavailable("not pushed within " + std::to_string(kPushFreshness.count()) +
-                                    " minutes of its event; given up")
-              : connector.Deliver(item);  // outside any transaction
+    Status sent = Status::Ok();
+    if (stale) {
+      sent = Status::Unavailable("not pushed within " + std::to_string(kPushFreshness.count()) +
+                                 " minutes of its event; given up");
+    } else if (kind == OutboxKind::kMessage) {
+      // Its subject and thread, from the action and the message it answers.
+      sent = store_.Read([&](ReadTx& tx) -> Status {
+        auto action = tx.actions().Get(item.workspace_id, item.id);
+        if (!action.ok()) return action.status();
+        auto mail = MailOf(tx, *action);
+        if (!mail.ok()) return mail.status();
+        item.mail = std::move(*mail);
+        return Status::Ok();
+      });
+    }
+    if (sent.ok() && !stale) sent = connector.Deliver(item);  // outside any transaction
+    // A refusal for good (SMTP 5xx, webhook 4xx, an unreachable address) is not retried.
+    bool permanent = sent.code() == Code::kInvalidArgument;
     TimePoint at = clock_.Now();
     ++item.attempts;
     Status recorded = store_.Write([&](WriteTx& tx) -> Status {
@@ -78,7 +97,7 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
         item.status = OutboxStatus::kDelivered;
       } else {
         item.last_error = sent.message();
-        if (item.attempts >= config_.max_attempts || stale) {
+        if (item.attempts >= config_.max_attempts || stale || permanent) {
           item.status = OutboxStatus::kFailed;
         } else {
           item.next_attempt_at = at + RetryBackoff(item.attempts);
@@ -104,6 +123,26 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
   return delivered;
 }
 
+// The delivered message as a message_sent episode (docs/actions.md, "Delivery"): triage
+// then sees that the person answered. A message delivered before (the same Message-ID,
+// e.g. read back from a Sent folder) is not recorded twice.
+Status Dispatcher::RecordSent(WriteTx& tx, const Action& action, const OutboxItem::Mail& mail,
+                              TimePoint at) {
+  auto exists = tx.episodes().ExternalIdExists(action.workspace_id, ActionMessageId(action.id));
+  if (!exists.ok()) return exists.status();
+  if (*exists) return Status::Ok();
+  auto who = tx.entities().Get(action.workspace_id, action.entity_id);
+  if (!who.ok()) return who.status();
+  auto workspace = tx.workspaces().Get(action.workspace_id);
+  if (!workspace.ok()) return workspace.status();
+  Episode e = SentEpisodeOf(action, mail, who->name, at);
+  e.id = NewId("ep_", clock_);
+  e.world_version = NewIdAfter("wv_", clock_, workspace->world_version);
+  e.created_at = at;
+  CORTEX_RETURN_IF_ERROR(tx.episodes().Insert(e));
+  return tx.workspaces().SetWorldVersion(action.workspace_id, e.world_version);
+}
+
 Status Dispatcher::RecordOutcome(WriteTx& tx, const OutboxItem& item, Connector& connector,
                                  TimePoint at) {
   bool ok = item.status == OutboxStatus::kDelivered;
@@ -127,6 +166,7 @@ Status Dispatcher::RecordOutcome(WriteTx& tx, const OutboxItem& item, Connector&
   ActionStatus to = ok ? ActionStatus::kDelivered : ActionStatus::kFailed;
   CORTEX_RETURN_IF_ERROR(tx.actions().Transition(item.workspace_id, item.id,
                                                  ActionStatus::kExecuted, to, std::nullopt, at));
+  if (ok) CORTEX_RETURN_IF_ERROR(RecordSent(tx, *action, item.mail, at));
   auto led =
       AppendLedgerEntry(tx, clock_, item.workspace_id, item.id, action->decision_id,
                         ok ? LedgerEvent::kDelivered : LedgerEvent::kFailed, provenance, detail);

@@ -23,6 +23,8 @@ class Dispatcher {
   Result<int> RunKind(OutboxKind kind, Connector& connector, TimePoint now);
   // Records a row's final outcome (item.status) where its kind keeps it.
   Status RecordOutcome(WriteTx& tx, const OutboxItem& item, Connector& connector, TimePoint at);
+  // Records a delivered message as a message_sent episode.
+  Status RecordSent(WriteTx& tx, const Action& action, const OutboxItem::Mail& mail, TimePoint at);
 
   Store& store_;
   const Clock& clock_;

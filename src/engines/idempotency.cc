@@ -9,8 +9,12 @@
 namespace cortex {
 
 std::string CommunicateArgsHash(const CommunicateRequest& req) {
-  return Sha256Hex(DumpJson(
-      {{"to", req.to}, {"message", req.message}, {"tone", req.tone}, {"context", req.context}}));
+  nlohmann::json args = {
+      {"to", req.to}, {"message", req.message}, {"tone", req.tone}, {"context", req.context}};
+  // Only when given, so that keys remembered before these arguments existed still match.
+  if (!req.subject.empty()) args["subject"] = req.subject;
+  if (!req.in_reply_to.empty()) args["in_reply_to"] = req.in_reply_to;
+  return Sha256Hex(DumpJson(args));
 }
 
 Result<std::optional<ActionResult>> FindReplay(ReadTx& tx, const std::string& ws,

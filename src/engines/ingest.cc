@@ -342,6 +342,12 @@ class BatchWriter {
 
 Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::string_view jsonl) {
+  return IngestJsonl(store, clock, ws_id, jsonl, nullptr);
+}
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also) {
   std::vector<Line> lines;
   size_t number = 0;
   size_t pos = 0;
@@ -365,7 +371,7 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
     if (!line.ok()) return line.status();
     lines.push_back(std::move(*line));
   }
-  if (lines.empty()) return Status::InvalidArgument("the batch is empty");
+  if (lines.empty() && !also) return Status::InvalidArgument("the batch is empty");
 
   IngestReport report;
   BatchState state;
@@ -379,7 +385,8 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
       BatchWriter writer(tx, clock, ws_id, state, report);
       CORTEX_RETURN_IF_ERROR(writer.Start());
       CORTEX_RETURN_IF_ERROR(writer.Apply(all, all + n));
-      return writer.Finish(/*whole=*/true);
+      CORTEX_RETURN_IF_ERROR(writer.Finish(/*whole=*/true));
+      return also ? also(tx) : Status::Ok();
     });
   } else {
     size_t next = 0;  // the first line of the next step
@@ -399,7 +406,9 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
       } while (next < n && next - first < limits::kIngestLinesPerStep &&
                std::chrono::steady_clock::now() < deadline);
       CORTEX_RETURN_IF_ERROR(writer.Finish(/*whole=*/next == n));
-      return next == n;
+      if (next < n) return false;
+      if (also) CORTEX_RETURN_IF_ERROR(also(tx));
+      return true;
     });
   }
   if (!st.ok()) return st;

@@ -4,6 +4,7 @@
 // steps that other workspaces' writes go between (Store::WriteInSteps), undone if one fails.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,5 +28,10 @@ struct IngestReport {
 // starts "line N: " and names the field; nothing is written.
 Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::string_view jsonl);
+// The same, running `also` in the batch's transaction after it (a connector's cursor): both
+// commit or neither. An empty batch is allowed here.
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also);
 
 }  // namespace cortex

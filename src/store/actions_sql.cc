@@ -6,7 +6,8 @@ namespace cortex {
 namespace {
 constexpr const char* kActionSelect =
     "SELECT id, workspace_id, action_class, entity_id, recipient, status, level, urgent,"
-    " message, tone, context, draft, decision_id, due_at, created_at, updated_at FROM actions";
+    " message, tone, context, draft, decision_id, due_at, created_at, updated_at, subject,"
+    " in_reply_to FROM actions";
 
 Action ActionRow(const Stmt& s) {
   Action a;
@@ -26,6 +27,8 @@ Action ActionRow(const Stmt& s) {
   a.due_at = s.OptTime(13);
   a.created_at = s.Time(14);
   a.updated_at = s.Time(15);
+  a.subject = s.Text(16);
+  a.in_reply_to = s.Text(17);
   return a;
 }
 }  // namespace
@@ -61,8 +64,8 @@ Status ActionsWriter::Insert(const Action& a) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(a.workspace_id));
   Stmt s = s_.conn.Prepare(
       "INSERT INTO actions (id, workspace_id, action_class, entity_id, recipient, status, level,"
-      " urgent, message, tone, context, draft, decision_id, due_at, created_at, updated_at)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      " urgent, message, tone, context, draft, decision_id, due_at, created_at, updated_at,"
+      " subject, in_reply_to) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   return s.Bind(1, a.id)
       .Bind(2, a.workspace_id)
       .Bind(3, a.action_class)
@@ -79,6 +82,8 @@ Status ActionsWriter::Insert(const Action& a) {
       .Bind(14, a.due_at)
       .Bind(15, a.created_at)
       .Bind(16, a.updated_at)
+      .Bind(17, a.subject)
+      .Bind(18, a.in_reply_to)
       .Run();
 }
 

@@ -41,6 +41,10 @@ class EpisodesReader {
   Result<int64_t> CountInThread(const std::string& ws, const std::string& thread, TimePoint from,
                                 TimePoint to);
 
+  // How far a connector has read source `source` (e.g. "imap:me@host/INBOX"): the text it
+  // left with the episodes it last committed, or nullopt before its first commit.
+  Result<std::optional<std::string>> Cursor(const std::string& ws, const std::string& source);
+
  protected:
   TxState& s_;
 
@@ -56,6 +60,10 @@ class EpisodesWriter : public EpisodesReader {
  public:
   using EpisodesReader::EpisodesReader;
   Status Insert(const Episode& e);
+  // Sets `source`'s cursor; a connector calls it in the transaction that stores the episodes
+  // read up to it, so a crash loses neither or keeps both.
+  Status SetCursor(const std::string& ws, const std::string& source, const std::string& cursor,
+                   TimePoint at);
 };
 
 inline EpisodesReader ReadTx::episodes() const { return EpisodesReader(s_); }

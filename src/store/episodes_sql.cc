@@ -339,4 +339,28 @@ Status EpisodesWriter::Insert(const Episode& e) {
   return Status::Ok();
 }
 
+Result<std::optional<std::string>> EpisodesReader::Cursor(const std::string& ws,
+                                                          const std::string& source) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s =
+      s_.conn.Prepare("SELECT cursor FROM ingest_cursors WHERE workspace_id = ? AND source = ?");
+  s.Bind(1, ws).Bind(2, source);
+  Status st;
+  if (!s.Step(&st)) {
+    if (!st.ok()) return st;
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(s.Text(0));
+}
+
+Status EpisodesWriter::SetCursor(const std::string& ws, const std::string& source,
+                                 const std::string& cursor, TimePoint at) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO ingest_cursors (workspace_id, source, cursor, updated_at) VALUES (?, ?, ?, ?)"
+      " ON CONFLICT (workspace_id, source) DO UPDATE SET cursor = excluded.cursor,"
+      " updated_at = excluded.updated_at");
+  return s.Bind(1, ws).Bind(2, source).Bind(3, cursor).Bind(4, at).Run();
+}
+
 }  // namespace cortex

@@ -470,6 +470,27 @@ ALTER TABLE tokens ADD COLUMN client_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
 ALTER TABLE tokens ADD COLUMN resource TEXT NOT NULL DEFAULT '';
 )sql"},
+      {21, "a message's subject and the episode it answers", R"sql(
+-- action.communicate takes an optional subject and an optional in_reply_to (the episode id
+-- of the message it answers): the SMTP connector writes them as Subject:, In-Reply-To: and
+-- References:, and the delivered message's message_sent episode joins that thread.
+-- '' means none: the subject then comes from the draft's first line.
+ALTER TABLE actions ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+ALTER TABLE actions ADD COLUMN in_reply_to TEXT NOT NULL DEFAULT '';
+)sql"},
+      {22, "connectors' cursors, committed with the episodes they read", R"sql(
+-- How far each connector has read each source (an IMAP folder: its UIDVALIDITY and last
+-- UID; a calendar: its sync token), written in the transaction that stores the episodes
+-- read up to there: a crash mid-sync loses nothing and duplicates nothing
+-- (docs/connectors.md).
+CREATE TABLE ingest_cursors (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  source       TEXT NOT NULL,
+  cursor       TEXT NOT NULL,
+  updated_at   INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, source)
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -218,6 +218,9 @@ struct Action {
   std::string tone;
   std::string context;
   std::string draft;                // the text to send (the drafter's, or a person's edit)
+  std::string subject;              // as asked, or "Re: ..." of the message it answers; ""
+                                    // means the draft's first line
+  std::string in_reply_to;          // the episode id of the message it answers, or ""
   std::string decision_id;          // its action_proposed decision
   std::optional<TimePoint> due_at;  // pending: expiry (level 1) or execution (level 2)
   TimePoint created_at;
@@ -265,6 +268,15 @@ struct OutboxItem {
   TimePoint next_attempt_at;
   std::string last_error;
   TimePoint created_at;
+  // A message's mail fields, filled by the dispatcher from its action (not stored in the
+  // outbox): what the SMTP connector writes into the headers and the message_sent episode
+  // records.
+  struct Mail {
+    std::string subject;      // never empty for a message; free of control characters
+    std::string in_reply_to;  // the answered message's Message-ID (no <>), or ""
+    std::string references;   // Message-IDs (no <>), space-separated, oldest first
+    std::string thread;       // the answered episode's thread, or ""
+  } mail;
 };
 
 // A triage decision as action.communicate links a message to it (the rest of the row stays

@@ -50,6 +50,20 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                           {{"type", "string"},
                            {"maxLength", 2000},
                            {"description", "Optional context for the action."}}},
+                         {"subject",
+                          {{"type", "string"},
+                           {"minLength", 1},
+                           {"maxLength", 200},
+                           {"description",
+                            "Optional subject line (email). Default: for a reply, \"Re: \" "
+                            "and the answered message's subject; otherwise the message's "
+                            "first line. Control characters are refused."}}},
+                         {"in_reply_to",
+                          {{"type", "string"},
+                           {"pattern", "^ep_[0-7][0-9A-HJKMNP-TV-Z]{25}$"},
+                           {"description",
+                            "Optional episode id (ep_...) of the message this answers: the "
+                            "mail carries In-Reply-To/References and joins its thread."}}},
                          {"idempotency_key",
                           {{"type", "string"},
                            {"minLength", 1},
@@ -76,9 +90,14 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                                             ctx.auth.token_id, args, ctx.request_state,
                                             ctx.input_responses));
         }
-        CommunicateRequest req{args.at("to"),          args.at("message"),
-                               args.value("tone", ""), args.value("context", ""),
-                               ctx.auth.token_id,      args.value("idempotency_key", "")};
+        CommunicateRequest req{args.at("to"),
+                               args.at("message"),
+                               args.value("tone", ""),
+                               args.value("context", ""),
+                               ctx.auth.token_id,
+                               args.value("idempotency_key", ""),
+                               args.value("subject", ""),
+                               args.value("in_reply_to", "")};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
         auto result = engine.Communicate(ws, req);
         if (result.ok() && result->status == "pending_approval" && result->level == 1 &&

@@ -74,7 +74,8 @@ ToolDef DecisionInspectTool() {
               {{"type", "array"},
                {"description",
                 "A proposed action's life, from its ledger: each event, when, and who moved it "
-                "(by: channel web|cli|mcp|elicitation|engine, token_id or session)."},
+                "(by: channel web|cli|mcp|elicitation|engine, token_id or session) and, for a "
+                "failed delivery, why (error) and after how many attempts."},
                {"items", {{"type", "object"}}}}},
              {"by",
               {{"type", "object"},
@@ -119,6 +120,10 @@ ToolDef DecisionInspectTool() {
             h["occurred_at"] = FormatTime(e.occurred_at);
             h["ledger_entry_id"] = e.id;
             if (e.detail.is_object() && e.detail.contains("by")) h["by"] = e.detail["by"];
+            if (e.event == LedgerEvent::kFailed && e.detail.is_object()) {
+              if (e.detail.contains("error")) h["error"] = e.detail["error"];
+              if (e.detail.contains("attempts")) h["attempts"] = e.detail["attempts"];
+            }
           }
           body["history"] = std::move(history);
           return Status::Ok();

@@ -568,7 +568,8 @@
         h('span', { class: 'muted' }, when(d.occurred_at))),
       h('p', { class: 'row-main' }, d.payload_summary),
       d.rule_summary ? h('p', { class: 'row-why' }, hidden('Why: '), d.rule_summary,
-        d.confidence ? h('span', { class: 'muted' }, ` · ${confidenceText(d.confidence)}`) : null) : null)));
+        d.confidence ? h('span', { class: 'muted' }, ` · ${confidenceText(d.confidence)}`) : null) : null,
+      d.failure ? h('p', { class: 'row-why' }, 'Not sent: ', d.failure) : null)));
     $('decisions-empty').hidden = list.length > 0;
     const more = $('decisions-more');
     more.hidden = list.length <= DECISIONS_SHOWN;

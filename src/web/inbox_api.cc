@@ -425,7 +425,28 @@ HttpResponse InboxApi::State(const InboxAuth& auth, const std::string& secret) {
   });
   if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
   out["notifications"] = std::move(notifications);
-  out["decisions"] = recent.body().value("decisions", json::array());
+  json decisions = recent.body().value("decisions", json::array());
+  // A message that could not be sent says why (its ledger's failed entry: the SMTP
+  // server's or webhook's answer).
+  st = store_.Read([&](ReadTx& tx) -> Status {
+    for (json& d : decisions) {
+      if (d.value("status", "") != "failed" || d.value("decision_class", "") != "action_proposed") {
+        continue;
+      }
+      auto action = tx.actions().FindByDecision(auth.workspace_id, d.value("decision_id", ""));
+      if (!action.ok()) continue;
+      auto entries = tx.ledger().ListForAction(auth.workspace_id, action->id);
+      if (!entries.ok()) return entries.status();
+      for (const LedgerEntry& e : *entries) {
+        if (e.event == LedgerEvent::kFailed && e.detail.is_object() && e.detail.contains("error")) {
+          d["failure"] = e.detail["error"];
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
+  out["decisions"] = std::move(decisions);
   return Json(200, out);
 }
 

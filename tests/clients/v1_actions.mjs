@@ -407,7 +407,22 @@ function parseMail(raw) {
         const colon = line.indexOf(':');
         if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
     }
-    return { headers, body: text.slice(split + 2) };
+    let body = text.slice(split + 2);
+    if ((headers.get('content-transfer-encoding') ?? '').toLowerCase() === 'quoted-printable') {
+        // Soft line breaks go; =XX are bytes of the UTF-8 text.
+        const bytes = [];
+        const qp = body.replace(/=\n/g, '');
+        for (let i = 0; i < qp.length; i++) {
+            if (qp[i] === '=' && /^[0-9A-Fa-f]{2}$/.test(qp.slice(i + 1, i + 3))) {
+                bytes.push(parseInt(qp.slice(i + 1, i + 3), 16));
+                i += 2;
+            } else {
+                bytes.push(...Buffer.from(qp[i], 'utf8'));
+            }
+        }
+        body = Buffer.from(bytes).toString('utf8');
+    }
+    return { headers, body };
 }
 
 async function expectSigtermExit0(server) {
@@ -784,6 +799,7 @@ await suite.run(async s => {
         connector: 'smtp',
         smtp_url: `smtp://127.0.0.1:${smtp.port}`,
         smtp_from: SMTP_FROM,
+        smtp_tls: 'none', // this receiver has no STARTTLS (tests/e2e/test_smtp.py covers TLS)
         timeout_seconds: 5
     });
     const tokenD = await s.check('smtp data dir: `cortex demo`, trust Sarah 3, token create', async () => {

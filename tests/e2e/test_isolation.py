@@ -399,12 +399,14 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
             ("entity.lookup", "identifier", triage["counterparty_id"]),
             ("decision.list", "counterparty", triage["counterparty_id"]),
             ("action.communicate", "to", triage["counterparty_id"]),
+            ("action.communicate", "in_reply_to", v["notifications"][0]["episode_id"]),
         ]
 
     def call_case(self, token, tool, field, value):
         args = {field: value}
         if tool == "action.communicate":
             args["message"] = "hello"
+            args.setdefault("to", "someone.new@example.test")
         return self.api.call(token, tool, args)
 
     def test_cases_cover_every_tool_that_takes_an_id(self):
@@ -748,7 +750,8 @@ class TestCountsAndIngest(TwoWorkspaces):
         self.assertEqual(self.decision_status(a, prop["decision_id"]), "delivered")
         a_after = self.status_of(a)
         self.assertEqual(a_after["entities"], a_before["entities"] + 3)
-        self.assertEqual(a_after["episodes"], a_before["episodes"] + 2)
+        # The two ingested, and the delivered message as A's message_sent (docs/actions.md).
+        self.assertEqual(a_after["episodes"], a_before["episodes"] + 3)
         self.assertNotEqual(a_after["world_version"], a_before["world_version"])
         self.assertEqual(self.snapshot(b), b_before)
         # B still does not know the address A just wrote to.

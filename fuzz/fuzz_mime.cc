@@ -1,0 +1,24 @@
+// libFuzzer target: a raw mail message through the IMAP connector's parsing (GMime, libxml2's
+// HTML parser) into the JSONL lines it ingests. Whatever the input, the lines must be valid
+// ingest input or nothing, and a parsed subject never holds a line break.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "connectors/mime.h"
+#include "engines/mail_sync.h"
+#include "fuzz/fuzz_store.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cortex;
+  std::string raw(reinterpret_cast<const char*>(data), size);
+  auto parsed = ParseMail(raw);
+  if (parsed.ok() && parsed->subject.find_first_of("\r\n") != std::string::npos) std::abort();
+  std::string lines = MailEpisodeLines(raw, "message_received", FromUnixMillis(1796300000000),
+                                       [](const std::string&) { return false; });
+  if (lines.empty()) return 0;
+  fuzz::FuzzWorld& w = fuzz::World();
+  auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);
+  if (!report.ok()) std::abort();  // the connector made a line ingest refuses
+  return 0;
+}

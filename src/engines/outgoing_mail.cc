@@ -1,0 +1,125 @@
+#include "engines/outgoing_mail.h"
+
+#include <algorithm>
+
+#include "core/json_text.h"
+#include "core/limits.h"
+#include "store/episodes.h"
+
+namespace cortex {
+
+namespace {
+
+constexpr size_t kMaxSubjectBytes = 200;  // a longer draft line is cut with "..."
+constexpr size_t kMaxSummaryBytes = 240;
+
+bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+std::string Shorten(std::string s, size_t max) {
+  if (s.size() <= max) return s;
+  return Utf8Prefix(s, max - 3) + "...";
+}
+
+}  // namespace
+
+std::string HeaderSafe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    char c = IsControl(static_cast<unsigned char>(ch)) ? ' ' : ch;
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string FirstSentence(std::string_view text) {
+  text = text.substr(0, std::min<size_t>(text.size(), 2000));
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return "";
+  text = text.substr(start);
+  std::string one = HeaderSafe(text.substr(0, text.find_first_of("\r\n")));
+  for (size_t i = 0; i + 1 < one.size(); ++i) {
+    if ((one[i] == '.' || one[i] == '!' || one[i] == '?') && one[i + 1] == ' ') {
+      return one.substr(0, i + 1);
+    }
+  }
+  return one;
+}
+
+std::string ReplySubject(std::string_view subject) {
+  std::string s = HeaderSafe(subject);
+  if (s.size() >= 3 && (s[0] == 'R' || s[0] == 'r') && (s[1] == 'E' || s[1] == 'e') &&
+      s[2] == ':') {
+    return s;
+  }
+  return "Re: " + s;
+}
+
+std::string MessageIdOf(std::string_view external_id) {
+  std::string_view id = external_id;
+  if (id.size() >= 2 && id.front() == '<' && id.back() == '>') id = id.substr(1, id.size() - 2);
+  size_t at = id.find('@');
+  if (at == 0 || at == std::string_view::npos || at + 1 == id.size()) return "";
+  for (char c : id) {
+    if (IsControl(static_cast<unsigned char>(c)) || c == ' ' || c == '<' || c == '>' ||
+        static_cast<unsigned char>(c) >= 0x80) {
+      return "";
+    }
+  }
+  return std::string(id);
+}
+
+std::string ActionMessageId(std::string_view action_id) {
+  return std::string(action_id) + "@cortex";
+}
+
+Result<OutboxItem::Mail> MailOf(ReadTx& tx, const Action& action) {
+  OutboxItem::Mail mail;
+  mail.subject = HeaderSafe(action.subject);
+  if (!action.in_reply_to.empty()) {
+    auto ep = tx.episodes().Get(action.workspace_id, action.in_reply_to);
+    if (!ep.ok()) return ep.status();
+    if (mail.subject.empty() && !HeaderSafe(ep->subject).empty()) {
+      mail.subject = ReplySubject(ep->subject);
+    }
+    mail.thread = ep->thread;
+    mail.in_reply_to = MessageIdOf(ep->external_id.value_or(""));
+    // The thread's root (when the thread is named by a Message-ID, as mail ingest names
+    // it), then the message answered: the References an RFC 5322 reply carries at least.
+    std::string root = MessageIdOf(ep->thread);
+    if (!root.empty() && root != mail.in_reply_to) mail.references = root;
+    if (!mail.in_reply_to.empty()) {
+      if (!mail.references.empty()) mail.references += ' ';
+      mail.references += mail.in_reply_to;
+    }
+    if (mail.thread.empty()) mail.thread = mail.in_reply_to;
+  }
+  if (mail.subject.empty()) {
+    std::string_view draft = action.draft;
+    mail.subject = HeaderSafe(draft.substr(0, draft.find_first_of("\r\n")));
+  }
+  mail.subject = Shorten(mail.subject, kMaxSubjectBytes);
+  if (mail.thread.empty()) mail.thread = ActionMessageId(action.id);
+  return mail;
+}
+
+Episode SentEpisodeOf(const Action& action, const OutboxItem::Mail& mail,
+                      const std::string& recipient_name, TimePoint at) {
+  Episode e;
+  e.workspace_id = action.workspace_id;
+  e.kind = "message_sent";
+  e.occurred_at = at;
+  e.entity_id = action.entity_id;
+  e.channel = "email";
+  e.subject = mail.subject;
+  e.summary =
+      Shorten("To " + recipient_name + ": '" + FirstSentence(action.draft) + "'", kMaxSummaryBytes);
+  e.body = Utf8Prefix(action.draft, limits::kMaxBodyChars);
+  e.thread = mail.thread;
+  e.external_id = ActionMessageId(action.id);
+  return e;
+}
+
+}  // namespace cortex
