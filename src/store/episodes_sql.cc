@@ -339,4 +339,27 @@ Status EpisodesWriter::Insert(const Episode& e) {
   return Status::Ok();
 }
 
+Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string& ws,
+                                                               TimePoint since) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // One range of episodes_by_kind per kind.
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, kind, occurred_at, entity_id, thread FROM episodes WHERE workspace_id = ?"
+      " AND kind IN ('message_received', 'message_sent') AND occurred_at >= ?"
+      " AND entity_id IS NOT NULL");
+  s.Bind(1, ws).Bind(2, since);
+  return AllRows(s, [](const Stmt& s) {
+    return MessageFact{s.Text(0), s.Text(1) == "message_sent", s.Time(2), s.Text(3), s.Text(4)};
+  });
+}
+
+Result<std::vector<std::pair<std::string, TriageClass>>> EpisodesReader::NotifiedClasses(
+    const std::string& ws) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s =
+      s_.conn.Prepare("SELECT episode_id, triage_class FROM notifications WHERE workspace_id = ?");
+  s.Bind(1, ws);
+  return AllRows(s, [](const Stmt& s) { return std::make_pair(s.Text(0), s.As<TriageClass>(1)); });
+}
+
 }  // namespace cortex
