@@ -425,189 +425,242 @@ bool SameEvidence(const Rule& a, const Rule& b) {
          a.backtest == b.backtest;
 }
 
-struct Pass {
-  WriteTx& tx;
-  const Clock& clock;
-  const std::string& ws_id;
-  const LearningConfig& config;
-  Workspace ws;
-  TimePoint now;
-  std::string trace_id;
-
-  Status Decide(DecisionClass cls, const Rule& r, const std::string& what) {
-    Decision d;
-    d.id = NewId("dec_", clock);
-    d.workspace_id = ws_id;
-    d.decision_class = cls;
-    d.status = DecisionStatus::kRecorded;
-    d.occurred_at = now;
-    auto split = SplitPattern(r.pattern);
-    if (split) d.entity_id = split->second;
-    d.payload_summary = what;
-    d.rule_id = r.id;
-    d.rule_summary = r.summary;
-    d.confidence = ConfidenceLabel(r, config.thresholds);
-    d.trace_id = trace_id;
-    d.agent_version = ws.agent_version;
-    d.world_version = ws.world_version;
-    d.source_episode_ids = r.evidence;
-    json details = json::object();
-    details["pattern"] = r.pattern;
-    details["rule_name"] = r.name;
-    details["when"] = RuleWhenJson(r);
-    details["then"] = {{"triage", Name(*r.then.triage_class)}};
-    details["support"] = r.support;
-    details["contradictions"] = r.contradictions;
-    details["contradiction_evidence"] = r.contradiction_evidence;
-    details["backtest"] = r.backtest;
-    d.details_json = DumpJson(details);
-    return tx.decisions().Insert(d);
-  }
+// One change a pass makes to the store, worked out in a read transaction and written in a
+// short write transaction (so that a pass over a long history never holds up writers).
+struct Change {
+  Rule rule;
+  bool insert = false;
+  std::optional<TimePoint> retired_at;
+  std::optional<DecisionClass> decision;  // and its payload summary:
+  std::string what;
 };
+
+Status Decide(WriteTx& tx, const Clock& clock, const Workspace& ws, TimePoint now,
+              const std::string& trace_id, const LearningConfig& config, DecisionClass cls,
+              const Rule& r, const std::string& what) {
+  Decision d;
+  d.id = NewId("dec_", clock);
+  d.workspace_id = ws.id;
+  d.decision_class = cls;
+  d.status = DecisionStatus::kRecorded;
+  d.occurred_at = now;
+  auto split = SplitPattern(r.pattern);
+  if (split) d.entity_id = split->second;
+  d.payload_summary = what;
+  d.rule_id = r.id;
+  d.rule_summary = r.summary;
+  d.confidence = ConfidenceLabel(r, config.thresholds);
+  d.trace_id = trace_id;
+  d.agent_version = ws.agent_version;
+  d.world_version = ws.world_version;
+  d.source_episode_ids = r.evidence;
+  json details = json::object();
+  details["pattern"] = r.pattern;
+  details["rule_name"] = r.name;
+  details["when"] = RuleWhenJson(r);
+  details["then"] = {{"triage", Name(*r.then.triage_class)}};
+  details["support"] = r.support;
+  details["contradictions"] = r.contradictions;
+  details["contradiction_evidence"] = r.contradiction_evidence;
+  details["backtest"] = r.backtest;
+  d.details_json = DumpJson(details);
+  return tx.decisions().Insert(d);
+}
+
+// What the learned rules of a workspace look like, to tell whether they changed between a
+// pass's read and its write.
+std::string Fingerprint(const std::vector<Rule>& rules) {
+  std::string out;
+  for (const Rule& r : rules) {
+    if (r.origin != RuleOrigin::kLearned) continue;
+    out += r.id + ' ' + std::string(Name(r.status)) + ' ' + std::to_string(r.support) + ' ' +
+           std::to_string(r.contradictions) + ' ' + r.summary + '\n';
+  }
+  return out;
+}
+
+// The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
+Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
+            TimePoint now, std::vector<Change>* changes, bool* rules_changed,
+            std::string* fingerprint) {
+  auto settings = tx.workspaces().Settings(ws_id);
+  if (!settings.ok()) return settings.status();
+  auto messages = tx.episodes().MessagesSince(ws_id, now - std::chrono::days(config.lookback_days));
+  if (!messages.ok()) return messages.status();
+  auto stored = tx.rules().List(ws_id, /*active_only=*/false);
+  if (!stored.ok()) return stored.status();
+  *fingerprint = Fingerprint(*stored);
+
+  std::map<std::string, Entity> entities;
+  auto load_entity = [&](const std::string& id) -> Status {
+    if (entities.count(id)) return Status::Ok();
+    auto e = tx.entities().Get(ws_id, id);
+    if (!e.ok()) return e.status();
+    entities.emplace(id, std::move(*e));
+    return Status::Ok();
+  };
+  for (const MessageFact& m : *messages) CORTEX_RETURN_IF_ERROR(load_entity(m.entity_id));
+  // The current row of each pattern: the newest.
+  std::map<std::string, Rule*> current;
+  for (Rule& r : *stored) {
+    if (r.origin != RuleOrigin::kLearned || r.pattern.empty()) continue;
+    Rule*& slot = current[r.pattern];
+    if (slot == nullptr || slot->id < r.id) slot = &r;
+    if (auto split = SplitPattern(r.pattern)) {
+      Status s = load_entity(split->second);
+      if (!s.ok() && s.code() != Code::kNotFound) return s;
+    }
+  }
+
+  auto histories = Observe(*messages, *settings, now, config);
+  std::vector<Finding> findings = FindIn(histories, entities, now, config);
+
+  // What triage did with the messages of the backtest window.
+  std::unordered_map<std::string, TriageClass> got;
+  {
+    std::set<std::string> recent;
+    TimePoint from = now - std::chrono::days(config.backtest_days);
+    for (const MessageFact& m : *messages) {
+      if (!m.sent && m.occurred_at >= from) recent.insert(m.id);
+    }
+    if (!recent.empty()) {
+      auto classes = tx.episodes().NotifiedClasses(ws_id, from);
+      if (!classes.ok()) return classes.status();
+      for (auto& [ep, cls] : *classes) {
+        if (recent.count(ep)) got.emplace(std::move(ep), cls);
+      }
+    }
+  }
+  auto backtest = [&](Rule& r) {
+    auto split = SplitPattern(r.pattern);
+    static const History kNone;
+    auto it = split ? histories.find(split->second) : histories.end();
+    r.backtest = Backtest(r, it == histories.end() ? kNone : it->second, got, now, config);
+  };
+
+  std::set<std::string> seen;
+  for (Finding& f : findings) {
+    seen.insert(f.rule.pattern);
+    auto it = current.find(f.rule.pattern);
+    Rule* cur = it == current.end() ? nullptr : it->second;
+    bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
+                   (cur->status == RuleStatus::kRejected &&
+                    f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
+    if (propose) {
+      Rule r = std::move(f.rule);
+      r.id = NewId("rul_", clock);
+      r.workspace_id = ws_id;
+      r.created_at = now;
+      backtest(r);
+      std::string what = "Proposed a learned rule: " + r.summary;
+      changes->push_back({std::move(r), true, std::nullopt, DecisionClass::kRuleProposed, what});
+      continue;
+    }
+    if (cur->status == RuleStatus::kProposed) {
+      // A proposal follows the pattern as it now stands (its days may change).
+      Rule r = *cur;
+      Rule& n = f.rule;
+      r.when = n.when;
+      r.then = n.then;
+      r.summary = n.summary;
+      r.evidence = n.evidence;
+      r.contradiction_evidence = n.contradiction_evidence;
+      r.support = n.support;
+      r.contradictions = n.contradictions;
+      backtest(r);
+      if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+    }
+  }
+  // Active learned rules are checked against the evidence as it now stands; proposals
+  // the evidence no longer supports are withdrawn.
+  for (auto& [pattern, cur] : current) {
+    bool active = cur->status == RuleStatus::kActive;
+    bool withdrawn = cur->status == RuleStatus::kProposed && !seen.count(pattern);
+    if (!active && !withdrawn) continue;
+    Rule r = *cur;
+    if (!ReevaluateWith(r, histories, entities, now, config)) continue;
+    backtest(r);
+    if (withdrawn || ConfidenceLabel(r, config.thresholds) == "just_guessing") {
+      r.status = RuleStatus::kRetired;
+      r.active = false;
+      std::string why = active ? "Retired the learned rule '" + r.name +
+                                     "': its evidence no longer holds (support " +
+                                     std::to_string(r.support) + ", contradictions " +
+                                     std::to_string(r.contradictions) + "). " + r.summary
+                               : "Withdrew the proposed rule '" + r.name +
+                                     "': its evidence no longer holds. " + r.summary;
+      changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      *rules_changed = *rules_changed || active;
+      continue;
+    }
+    if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
                           const LearningConfig& config) {
-  LearnReport report;
-  Status st = store.Write([&](WriteTx& tx) -> Status {
-    report = LearnReport{};
-    auto ws = tx.workspaces().Get(ws_id);
-    if (!ws.ok()) return ws.status();
-    auto settings = tx.workspaces().Settings(ws_id);
-    if (!settings.ok()) return settings.status();
-    Pass pass{tx, clock, ws_id, config, *ws, clock.Now(), NewId("trc_", clock)};
-    TimePoint now = pass.now;
-    auto messages =
-        tx.episodes().MessagesSince(ws_id, now - std::chrono::days(config.lookback_days));
-    if (!messages.ok()) return messages.status();
-    auto stored = tx.rules().List(ws_id, /*active_only=*/false);
-    if (!stored.ok()) return stored.status();
-
-    std::map<std::string, Entity> entities;
-    auto load_entity = [&](const std::string& id) -> Status {
-      if (entities.count(id)) return Status::Ok();
-      auto e = tx.entities().Get(ws_id, id);
-      if (!e.ok()) return e.status();
-      entities.emplace(id, std::move(*e));
-      return Status::Ok();
-    };
-    for (const MessageFact& m : *messages) CORTEX_RETURN_IF_ERROR(load_entity(m.entity_id));
-    // The current row of each pattern: the newest.
-    std::map<std::string, Rule*> current;
-    for (Rule& r : *stored) {
-      if (r.origin != RuleOrigin::kLearned || r.pattern.empty()) continue;
-      Rule*& slot = current[r.pattern];
-      if (slot == nullptr || slot->id < r.id) slot = &r;
-      if (auto split = SplitPattern(r.pattern)) {
-        Status s = load_entity(split->second);
-        if (!s.ok() && s.code() != Code::kNotFound) return s;
-      }
-    }
-
-    auto histories = Observe(*messages, *settings, now, config);
-    std::vector<Finding> findings = FindIn(histories, entities, now, config);
-
-    // What triage did with the messages of the backtest window.
-    std::unordered_map<std::string, TriageClass> got;
-    {
-      std::set<std::string> recent;
-      TimePoint from = now - std::chrono::days(config.backtest_days);
-      for (const MessageFact& m : *messages) {
-        if (!m.sent && m.occurred_at >= from) recent.insert(m.id);
-      }
-      if (!recent.empty()) {
-        auto classes = tx.episodes().NotifiedClasses(ws_id);
-        if (!classes.ok()) return classes.status();
-        for (auto& [ep, cls] : *classes) {
-          if (recent.count(ep)) got.emplace(std::move(ep), cls);
-        }
-      }
-    }
-    auto backtest = [&](Rule& r) {
-      auto split = SplitPattern(r.pattern);
-      static const History kNone;
-      auto it = split ? histories.find(split->second) : histories.end();
-      r.backtest = Backtest(r, it == histories.end() ? kNone : it->second, got, now, config);
-    };
-
+  // A person may accept or reject a rule (or another pass may write) between this pass's
+  // read and its write: then the pass starts over, a few times at most.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    TimePoint now = clock.Now();
+    std::vector<Change> changes;
     bool rules_changed = false;
-    std::set<std::string> seen;
-    for (Finding& f : findings) {
-      seen.insert(f.rule.pattern);
-      auto it = current.find(f.rule.pattern);
-      Rule* cur = it == current.end() ? nullptr : it->second;
-      bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
-                     (cur->status == RuleStatus::kRejected &&
-                      f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
-      if (propose) {
-        Rule r = std::move(f.rule);
-        r.id = NewId("rul_", clock);
-        r.workspace_id = ws_id;
-        r.created_at = now;
-        backtest(r);
-        CORTEX_RETURN_IF_ERROR(tx.rules().Insert(r));
-        CORTEX_RETURN_IF_ERROR(
-            pass.Decide(DecisionClass::kRuleProposed, r, "Proposed a learned rule: " + r.summary));
-        ++report.proposed;
-        continue;
+    std::string fingerprint;
+    CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
+      changes.clear();
+      rules_changed = false;
+      return Plan(tx, clock, ws_id, config, now, &changes, &rules_changed, &fingerprint);
+    }));
+    LearnReport report;
+    bool raced = false;
+    Status st = store.Write([&](WriteTx& tx) -> Status {
+      report = LearnReport{};
+      raced = false;
+      auto ws = tx.workspaces().Get(ws_id);
+      if (!ws.ok()) return ws.status();
+      report.agent_version = ws->agent_version;
+      if (changes.empty()) return Status::Ok();
+      auto stored = tx.rules().List(ws_id, /*active_only=*/false);
+      if (!stored.ok()) return stored.status();
+      if (Fingerprint(*stored) != fingerprint) {
+        raced = true;
+        return Status::Ok();
       }
-      if (cur->status == RuleStatus::kProposed) {
-        // A proposal follows the pattern as it now stands (its days may change).
-        Rule r = *cur;
-        Rule& n = f.rule;
-        r.when = n.when;
-        r.then = n.then;
-        r.summary = n.summary;
-        r.evidence = n.evidence;
-        r.contradiction_evidence = n.contradiction_evidence;
-        r.support = n.support;
-        r.contradictions = n.contradictions;
-        backtest(r);
-        if (!SameEvidence(r, *cur)) {
-          CORTEX_RETURN_IF_ERROR(tx.rules().Update(r, std::nullopt));
+      std::string trace_id = NewId("trc_", clock);
+      for (const Change& c : changes) {
+        if (c.insert) {
+          CORTEX_RETURN_IF_ERROR(tx.rules().Insert(c.rule));
+        } else {
+          CORTEX_RETURN_IF_ERROR(tx.rules().Update(c.rule, c.retired_at));
+        }
+        if (c.decision) {
+          CORTEX_RETURN_IF_ERROR(
+              Decide(tx, clock, *ws, now, trace_id, config, *c.decision, c.rule, c.what));
+        }
+        if (c.insert) {
+          ++report.proposed;
+        } else if (c.decision == DecisionClass::kRuleRetired) {
+          ++report.retired;
+        } else {
           ++report.updated;
         }
       }
-    }
-    // Active learned rules are checked against the evidence as it now stands; proposals
-    // the evidence no longer supports are withdrawn.
-    for (auto& [pattern, cur] : current) {
-      bool active = cur->status == RuleStatus::kActive;
-      bool withdrawn = cur->status == RuleStatus::kProposed && !seen.count(pattern);
-      if (!active && !withdrawn) continue;
-      Rule r = *cur;
-      if (!ReevaluateWith(r, histories, entities, now, config)) continue;
-      backtest(r);
-      if (withdrawn || ConfidenceLabel(r, config.thresholds) == "just_guessing") {
-        r.status = RuleStatus::kRetired;
-        r.active = false;
-        CORTEX_RETURN_IF_ERROR(tx.rules().Update(r, now));
-        std::string why = active ? "Retired the learned rule '" + r.name +
-                                       "': its evidence no longer holds (support " +
-                                       std::to_string(r.support) + ", contradictions " +
-                                       std::to_string(r.contradictions) + "). " + r.summary
-                                 : "Withdrew the proposed rule '" + r.name +
-                                       "': its evidence no longer holds. " + r.summary;
-        CORTEX_RETURN_IF_ERROR(pass.Decide(DecisionClass::kRuleRetired, r, why));
-        ++report.retired;
-        rules_changed = rules_changed || active;
-        continue;
+      if (rules_changed) {
+        report.agent_version = NewIdAfter("av_", clock, ws->agent_version);
+        CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, report.agent_version));
       }
-      if (!SameEvidence(r, *cur)) {
-        CORTEX_RETURN_IF_ERROR(tx.rules().Update(r, std::nullopt));
-        ++report.updated;
-      }
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    if (!raced) return report;
+    if (attempt == kAttempts) {
+      return Status::Unavailable("the workspace's rules kept changing during the pass");
     }
-    report.agent_version = ws->agent_version;
-    if (rules_changed) {
-      report.agent_version = NewIdAfter("av_", clock, ws->agent_version);
-      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, report.agent_version));
-    }
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return report;
+  }
 }
 
 namespace {

@@ -52,8 +52,10 @@ class EpisodesReader {
   // Every message (received or sent) with a counterparty that occurred at or after `since`,
   // in no particular order.
   Result<std::vector<MessageFact>> MessagesSince(const std::string& ws, TimePoint since);
-  // The triage class each notified episode got: (episode id, class) for every notification.
-  Result<std::vector<std::pair<std::string, TriageClass>>> NotifiedClasses(const std::string& ws);
+  // The triage class each notified episode got: (episode id, class), for every notification
+  // that surfaces at or after `since` or never (and maybe some others).
+  Result<std::vector<std::pair<std::string, TriageClass>>> NotifiedClasses(const std::string& ws,
+                                                                           TimePoint since);
   Result<int64_t> CountInThread(const std::string& ws, const std::string& thread, TimePoint from,
                                 TimePoint to);
 

@@ -354,12 +354,24 @@ Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string
 }
 
 Result<std::vector<std::pair<std::string, TriageClass>>> EpisodesReader::NotifiedClasses(
-    const std::string& ws) {
+    const std::string& ws, TimePoint since) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s =
-      s_.conn.Prepare("SELECT episode_id, triage_class FROM notifications WHERE workspace_id = ?");
-  s.Bind(1, ws);
-  return AllRows(s, [](const Stmt& s) { return std::make_pair(s.Text(0), s.As<TriageClass>(1)); });
+  // One range of notifications_by_class per class: a notification surfaces at or after its
+  // message (handle_silently never surfaces: all of those are read).
+  std::vector<std::pair<std::string, TriageClass>> out;
+  for (TriageClass cls : AllOf<TriageClass>()) {
+    bool silent = cls == TriageClass::kHandleSilently;
+    Stmt s = s_.conn.Prepare(silent ? "SELECT episode_id FROM notifications WHERE workspace_id = ?"
+                                      " AND triage_class = ? AND surface_at IS NULL"
+                                    : "SELECT episode_id FROM notifications WHERE workspace_id = ?"
+                                      " AND triage_class = ? AND surface_at >= ?");
+    s.Bind(1, ws).Bind(2, cls);
+    if (!silent) s.Bind(3, since);
+    Status st;
+    while (s.Step(&st)) out.emplace_back(s.Text(0), cls);
+    if (!st.ok()) return st;
+  }
+  return out;
 }
 
 }  // namespace cortex
