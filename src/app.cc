@@ -5,6 +5,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "core/clock.h"
@@ -24,6 +25,7 @@
 #include "store/quotas.h"
 #include "store/sessions.h"
 #include "store/store.h"
+#include "store/workspaces.h"
 #include "transport/http_router.h"
 #include "transport/http_server.h"
 #include "transport/stdio.h"
@@ -49,6 +51,8 @@ class BackgroundWork {
         dispatcher_(store, clock, connector, config.delivery, push_.get()),
         store_(store),
         clock_(clock),
+        learning_serve_(config.learning_serve),
+        learning_(config.learning),
         thread_([this] { Loop(); }) {
     NameThread(thread_, "cortex-dispatch");
   }
@@ -75,6 +79,7 @@ class BackgroundWork {
         auto sent = dispatcher_.RunOnce(clock_.Now());
         if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
         SweepOnceAMinute();
+        LearnWhenSettled();
       } catch (const std::exception& e) {
         spdlog::error("background work failed: {}", e.what());
       }
@@ -114,6 +119,56 @@ class BackgroundWork {
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
   }
 
+  // A learning pass (docs/learning.md) for each workspace whose world has been still for
+  // settle_seconds since it last changed, and for each not learned for every_hours. Checked
+  // once a second; what it last saw is kept in memory (a restart learns once for every
+  // workspace).
+  void LearnWhenSettled() {
+    if (!learning_serve_.enabled) return;
+    TimePoint now = clock_.Now();
+    if (now - last_learn_check_ < std::chrono::seconds(1)) return;
+    last_learn_check_ = now;
+    std::vector<Workspace> workspaces;
+    Status st = store_.Read([&](ReadTx& tx) -> Status {
+      auto list = tx.workspaces().List();
+      if (!list.ok()) return list.status();
+      workspaces = std::move(*list);
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      spdlog::warn("learning: {}", st.message());
+      return;
+    }
+    for (const Workspace& w : workspaces) {
+      LearnState& s = learned_[w.id];
+      if (w.world_version != s.seen_version) {
+        s.seen_version = w.world_version;
+        s.seen_at = now;
+      }
+      bool settled = s.learned_version != s.seen_version &&
+                     now - s.seen_at >= std::chrono::seconds(learning_serve_.settle_seconds);
+      bool due = s.learned_at != TimePoint{} &&
+                 now - s.learned_at >= std::chrono::hours(learning_serve_.every_hours);
+      if (!settled && !due) continue;
+      auto report = Learn(store_, clock_, w.id, learning_);
+      s.learned_version = s.seen_version;
+      s.learned_at = now;
+      if (!report.ok()) {
+        spdlog::warn("learning in {}: {}", w.id, report.status().message());
+      } else if (report->proposed + report->updated + report->retired > 0) {
+        spdlog::info("learning in {}: {} proposed, {} updated, {} retired", w.id, report->proposed,
+                     report->updated, report->retired);
+      }
+    }
+  }
+
+  struct LearnState {
+    std::string seen_version;  // the world_version last seen, since seen_at
+    TimePoint seen_at{};
+    std::string learned_version;  // the world_version of the last pass, at learned_at
+    TimePoint learned_at{};
+  };
+
   std::unique_ptr<Connector> push_;
   ActionEngine actions_;
   Dispatcher dispatcher_;
@@ -121,6 +176,10 @@ class BackgroundWork {
   const Clock& clock_;
   TimePoint last_sweep_{};
   TimePoint last_digests_{};
+  EngineConfig::ServeLearning learning_serve_;
+  LearningConfig learning_;
+  TimePoint last_learn_check_{};
+  std::map<std::string, LearnState> learned_;  // by workspace id
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

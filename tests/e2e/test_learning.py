@@ -5,11 +5,13 @@ evidence, accepted or rejected by a person through MCP and the CLI. Python 3 std
 """
 
 import datetime
+import http.client
 import json
 import os
 import re
 import subprocess
 import tempfile
+import time
 import unittest
 
 from test_drafter import call_tool
@@ -224,6 +226,48 @@ class TestLearning(unittest.TestCase):
         missing = cli(self.data, "learn", "--data", self.data, "--workspace", "nobody",
                       check=False)
         self.assertNotEqual(missing.returncode, 0)
+
+
+class TestLearningWhileServing(unittest.TestCase):
+    """`cortex serve` runs a pass once a workspace's world has been still for
+    [learning] settle_seconds after an ingested batch."""
+
+    def test_ingested_batch_is_learned_from(self):
+        with tempfile.TemporaryDirectory(prefix="cortex-e2e-learn-serve-") as d:
+            data = os.path.join(d, "data")
+            agent = create_token(data, "w", "read,act")
+            config = os.path.join(d, "cortex.toml")
+            with open(config, "w") as f:
+                f.write("[learning]\nsettle_seconds = 1\n")
+            server = Server(data, extra_args=["--config", config])
+            try:
+                world, _ = planted_world(datetime.datetime.now(UTC))
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+                conn.request("POST", "/v1/episodes", world, {
+                    "Content-Type": "application/x-ndjson", "Authorization": "Bearer " + agent})
+                resp = conn.getresponse()
+                self.assertEqual(resp.status, 200, resp.read())
+                resp.read()
+                conn.close()
+                deadline = time.monotonic() + 20
+                names = set()
+                while time.monotonic() < deadline:
+                    rules = call_tool(server.port, agent, "rule.list",
+                                      {"status": "proposed"})["structuredContent"]["rules"]
+                    names = {r["name"] for r in rules}
+                    if len(names) == 2:
+                        break
+                    time.sleep(0.2)
+                self.assertEqual(names, {"learned-fast-jordan-kim-tue",
+                                         "learned-silent-weekly-digest"})
+                # Nothing new to learn: the next passes propose nothing more.
+                time.sleep(2.5)
+                rules = call_tool(server.port, agent, "rule.list", {})["structuredContent"]
+                self.assertEqual(len(rules["rules"]), 2, rules)
+                self.assertIn("learning in ws_", server.read_log())
+            finally:
+                server.terminate()
+                server.kill()
 
 
 class TestDemoLearns(unittest.TestCase):
