@@ -44,6 +44,8 @@ class InboxApi {
   HttpResponse State(const InboxAuth& auth, const std::string& secret);
   HttpResponse Approve(const InboxAuth& auth, const nlohmann::json& body, bool approve);
   HttpResponse Trust(const InboxAuth& auth, const nlohmann::json& body);
+  // A person accepts or rejects a learned rule: {rule_id, decision: accept|reject}.
+  HttpResponse DecideRule(const InboxAuth& auth, const nlohmann::json& body);
   // A marker that moves whenever what the page shows may have changed.
   Result<std::string> ChangeMarker(ReadTx& tx, const std::string& ws);
 
