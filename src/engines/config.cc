@@ -78,8 +78,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(Unknown(
       t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "learning"}));
   if (auto* a = t["learning"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(
-        Unknown(*a, "learning.", {"while_serving", "settle_seconds", "every_hours"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "learning.", {"while_serving", "settle_seconds", "every_hours", "auto_accept_strong"}));
   }
   CORTEX_RETURN_IF_ERROR(GetBool(t, "learning", "while_serving", &config.learning_serve.enabled));
   CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "learning", "settle_seconds",

@@ -553,6 +553,16 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
       r.created_at = now;
       backtest(r);
       std::string what = "Proposed a learned rule: " + r.summary;
+      if (config.auto_accept_strong && ConfidenceLabel(r, config.thresholds) == "strong_pattern") {
+        // [learning] auto_accept_strong: in force at once, as if the person had accepted it.
+        r.status = RuleStatus::kActive;
+        r.active = true;
+        *rules_changed = true;
+        what =
+            "Proposed a learned rule and put it in force (a strong pattern, and "
+            "[learning] auto_accept_strong is on): " +
+            r.summary;
+      }
       changes->push_back({std::move(r), true, std::nullopt, DecisionClass::kRuleProposed, what});
       continue;
     }
@@ -631,7 +641,12 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
         return Status::Ok();
       }
       std::string trace_id = NewId("trc_", clock);
-      for (const Change& c : changes) {
+      // Decisions are made under the version before the pass; rules put in force by it
+      // carry the version it makes.
+      std::string av = ws->agent_version;
+      if (rules_changed) av = NewIdAfter("av_", clock, ws->agent_version);
+      for (Change& c : changes) {
+        if (c.insert && c.rule.status == RuleStatus::kActive) c.rule.activated_version = av;
         if (c.insert) {
           CORTEX_RETURN_IF_ERROR(tx.rules().Insert(c.rule));
         } else {
@@ -650,8 +665,8 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
         }
       }
       if (rules_changed) {
-        report.agent_version = NewIdAfter("av_", clock, ws->agent_version);
-        CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, report.agent_version));
+        report.agent_version = av;
+        CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, av));
       }
       return Status::Ok();
     });

@@ -28,6 +28,9 @@ struct LearningConfig {
   int backtest_days = 30;
   // A weekday rule needs the other days to be answered fast at most this often.
   double other_days_max_ratio = 0.25;
+  // A strong_pattern proposal is put in force at once, without the person ([learning]
+  // auto_accept_strong). Off by default.
+  bool auto_accept_strong = false;
   ConfidenceThresholds thresholds;
 };
 

@@ -372,6 +372,41 @@ TEST_F(LearnTest, AcceptedRuleDecidesTheNextMessageAndMovesAgentVersion) {
   EXPECT_EQ(none.status().code(), Code::kNotFound);
 }
 
+TEST_F(LearnTest, StrongPatternsGoInForceByThemselvesOnlyWhenConfigured) {
+  // Ten quick answers in the last two weeks: support 10, a strong pattern.
+  for (int d = 0; d < 10; ++d) {
+    Exchange("kim@x.example", *ParseTime("2026-06-16T10:00:00Z") + std::chrono::days(d), 5);
+  }
+  LearningConfig on;
+  on.auto_accept_strong = true;
+  std::string av = AgentVersion();
+  auto r = cortex::Learn(*store_, clock_, ws_.id, on);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->proposed, 1);
+  EXPECT_NE(r->agent_version, av);
+  auto rules = Rules();
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(ConfidenceLabel(rules[0], {}), "strong_pattern");
+  EXPECT_EQ(rules[0].status, RuleStatus::kActive);
+  EXPECT_TRUE(rules[0].active);
+  EXPECT_EQ(rules[0].activated_version, AgentVersion());
+  auto proposed = Decisions(DecisionClass::kRuleProposed);
+  ASSERT_EQ(proposed.size(), 1u);
+  EXPECT_NE(proposed[0].payload_summary.find("auto_accept_strong"), std::string::npos);
+  EXPECT_EQ(proposed[0].agent_version, av);
+}
+
+TEST_F(LearnTest, StrongPatternsWaitForThePersonByDefault) {
+  for (int d = 0; d < 10; ++d) {
+    Exchange("kim@x.example", *ParseTime("2026-06-16T10:00:00Z") + std::chrono::days(d), 5);
+  }
+  std::string av = AgentVersion();
+  LearnReport r = Learn();
+  EXPECT_EQ(r.proposed, 1);
+  EXPECT_EQ(r.agent_version, av);
+  EXPECT_EQ(Rules()[0].status, RuleStatus::kProposed);
+}
+
 TEST_F(LearnTest, PersonsRulesCannotBeAcceptedOrRejectedHere) {
   auto imported = ImportRules(*store_, clock_, ws_.id, R"(rules:
   - name: mine
