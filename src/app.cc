@@ -51,8 +51,6 @@ class BackgroundWork {
         dispatcher_(store, clock, connector, config.delivery, push_.get()),
         store_(store),
         clock_(clock),
-        learning_serve_(config.learning_serve),
-        learning_(config.learning),
         thread_([this] { Loop(); }) {
     NameThread(thread_, "cortex-dispatch");
   }
@@ -79,7 +77,6 @@ class BackgroundWork {
         auto sent = dispatcher_.RunOnce(clock_.Now());
         if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
         SweepOnceAMinute();
-        LearnWhenSettled();
       } catch (const std::exception& e) {
         spdlog::error("background work failed: {}", e.what());
       }
@@ -119,15 +116,61 @@ class BackgroundWork {
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
   }
 
+  std::unique_ptr<Connector> push_;
+  ActionEngine actions_;
+  Dispatcher dispatcher_;
+  Store& store_;
+  const Clock& clock_;
+  TimePoint last_sweep_{};
+  TimePoint last_digests_{};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+// The learner while serving, on a thread of its own: a pass over a long history takes a
+// while, and must not hold up the deliveries and digests of BackgroundWork.
+class LearningWork {
+ public:
+  LearningWork(Store& store, const Clock& clock, const EngineConfig& config)
+      : store_(store),
+        clock_(clock),
+        learning_serve_(config.learning_serve),
+        learning_(config.learning),
+        thread_([this] { Loop(); }) {
+    NameThread(thread_, "cortex-learn");
+  }
+  ~LearningWork() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_ && learning_serve_.enabled) {
+      lock.unlock();
+      try {
+        LearnWhenSettled();
+      } catch (const std::exception& e) {
+        spdlog::error("learning failed: {}", e.what());
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    }
+  }
+
   // A learning pass (docs/learning.md) for each workspace whose world has been still for
   // settle_seconds since it last changed, and for each not learned for every_hours. Checked
   // once a second; what it last saw is kept in memory (a restart learns once for every
   // workspace).
   void LearnWhenSettled() {
-    if (!learning_serve_.enabled) return;
     TimePoint now = clock_.Now();
-    if (now - last_learn_check_ < std::chrono::seconds(1)) return;
-    last_learn_check_ = now;
     std::vector<Workspace> workspaces;
     Status st = store_.Read([&](ReadTx& tx) -> Status {
       auto list = tx.workspaces().List();
@@ -169,16 +212,10 @@ class BackgroundWork {
     TimePoint learned_at{};
   };
 
-  std::unique_ptr<Connector> push_;
-  ActionEngine actions_;
-  Dispatcher dispatcher_;
   Store& store_;
   const Clock& clock_;
-  TimePoint last_sweep_{};
-  TimePoint last_digests_{};
   EngineConfig::ServeLearning learning_serve_;
   LearningConfig learning_;
-  TimePoint last_learn_check_{};
   std::map<std::string, LearnState> learned_;  // by workspace id
   std::mutex mu_;
   std::condition_variable cv_;
@@ -294,6 +331,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     return 1;
   }
   BackgroundWork background(**store, clock, *config, **connector);
+  LearningWork learning(**store, clock, *config);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
                RedactedLocation(options.data_dir));
