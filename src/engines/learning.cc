@@ -630,6 +630,9 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     Status st = store.Write([&](WriteTx& tx) -> Status {
       report = LearnReport{};
       raced = false;
+      // Passes of several instances (PostgreSQL) write one after another, and the second
+      // sees the first's rules: it starts over instead of proposing them twice.
+      if (!changes.empty()) CORTEX_RETURN_IF_ERROR(tx.workspaces().Lock(ws_id));
       auto ws = tx.workspaces().Get(ws_id);
       if (!ws.ok()) return ws.status();
       report.agent_version = ws->agent_version;
