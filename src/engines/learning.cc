@@ -1,7 +1,9 @@
 #include "engines/learning.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <unordered_map>
 
