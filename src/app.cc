@@ -6,6 +6,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <condition_variable>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "connectors/https_fetch.h"
@@ -28,6 +29,7 @@
 #include "store/quotas.h"
 #include "store/sessions.h"
 #include "store/store.h"
+#include "store/workspaces.h"
 #include "transport/http_router.h"
 #include "transport/http_server.h"
 #include "transport/stdio.h"
@@ -210,6 +212,100 @@ class MailPoller {
   std::thread thread_;
 };
 
+// The learner while serving, on a thread of its own: a pass over a long history takes a
+// while, and must not hold up the deliveries and digests of BackgroundWork.
+class LearningWork {
+ public:
+  LearningWork(Store& store, const Clock& clock, const EngineConfig& config)
+      : store_(store),
+        clock_(clock),
+        learning_serve_(config.learning_serve),
+        learning_(config.learning),
+        thread_([this] { Loop(); }) {
+    NameThread(thread_, "cortex-learn");
+  }
+  ~LearningWork() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_ && learning_serve_.enabled) {
+      lock.unlock();
+      try {
+        LearnWhenSettled();
+      } catch (const std::exception& e) {
+        spdlog::error("learning failed: {}", e.what());
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+    }
+  }
+
+  // A learning pass (docs/learning.md) for each workspace whose world has been still for
+  // settle_seconds since it last changed, and for each not learned for every_hours. Checked
+  // once a second; what it last saw is kept in memory (a restart learns once for every
+  // workspace).
+  void LearnWhenSettled() {
+    TimePoint now = clock_.Now();
+    std::vector<Workspace> workspaces;
+    Status st = store_.Read([&](ReadTx& tx) -> Status {
+      auto list = tx.workspaces().List();
+      if (!list.ok()) return list.status();
+      workspaces = std::move(*list);
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      spdlog::warn("learning: {}", st.message());
+      return;
+    }
+    for (const Workspace& w : workspaces) {
+      LearnState& s = learned_[w.id];
+      if (w.world_version != s.seen_version) {
+        s.seen_version = w.world_version;
+        s.seen_at = now;
+      }
+      bool settled = s.learned_version != s.seen_version &&
+                     now - s.seen_at >= std::chrono::seconds(learning_serve_.settle_seconds);
+      bool due = s.learned_at != TimePoint{} &&
+                 now - s.learned_at >= std::chrono::hours(learning_serve_.every_hours);
+      if (!settled && !due) continue;
+      auto report = Learn(store_, clock_, w.id, learning_);
+      s.learned_version = s.seen_version;
+      s.learned_at = now;
+      if (!report.ok()) {
+        spdlog::warn("learning in {}: {}", w.id, report.status().message());
+      } else if (report->proposed + report->updated + report->retired > 0) {
+        spdlog::info("learning in {}: {} proposed, {} updated, {} retired", w.id, report->proposed,
+                     report->updated, report->retired);
+      }
+    }
+  }
+
+  struct LearnState {
+    std::string seen_version;  // the world_version last seen, since seen_at
+    TimePoint seen_at{};
+    std::string learned_version;  // the world_version of the last pass, at learned_at
+    TimePoint learned_at{};
+  };
+
+  Store& store_;
+  const Clock& clock_;
+  EngineConfig::ServeLearning learning_serve_;
+  LearningConfig learning_;
+  std::map<std::string, LearnState> learned_;  // by workspace id
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once everything above exists
+};
+
 struct HostPort {
   std::string host;
   uint16_t port = 0;
@@ -333,6 +429,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   }
   BackgroundWork background(**store, clock, *config, **connector);
   MailPoller mail(**store, clock, config->imap);
+  LearningWork learning(**store, clock, *config);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
                RedactedLocation(options.data_dir));

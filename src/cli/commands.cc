@@ -17,6 +17,7 @@
 #include "engines/demo_world.h"
 #include "engines/inbox.h"
 #include "engines/ingest.h"
+#include "engines/learning.h"
 #include "engines/ledger.h"
 #include "engines/mail_sync.h"
 #include "engines/quotas.h"
@@ -188,19 +189,27 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
   if (!ws.ok()) return Fail(ws.status());
   std::vector<Rule> rules;
   Status st = (*store)->Read([&](ReadTx& tx) {
-    auto list = tx.rules().List(ws->id, !all);
+    auto list = tx.rules().List(ws->id, /*active_only=*/false);
     if (!list.ok()) return list.status();
     rules = std::move(*list);
+    // Without --all: the rules in force and the proposals waiting for the person.
+    if (!all) {
+      std::erase_if(rules, [](const Rule& r) {
+        return r.status != RuleStatus::kActive && r.status != RuleStatus::kProposed;
+      });
+    }
     return Status::Ok();
   });
   if (!st.ok()) return Fail(st);
-  // Active rules in evaluation order (triage first), then any retired ones.
+  // Active rules in evaluation order (triage first), then proposals and the rest.
   std::vector<Rule> active, retired;
   for (Rule& r : rules) (r.active ? active : retired).push_back(std::move(r));
   SortForEvaluation(active);
   std::stable_partition(active.begin(), active.end(),
                         [](const Rule& r) { return r.kind == RuleKind::kTriage; });
   ConfidenceThresholds thresholds;
+  std::stable_partition(retired.begin(), retired.end(),
+                        [](const Rule& r) { return r.status == RuleStatus::kProposed; });
   std::cout << "ID\tNAME\tKIND\tEFFECT\tPRIORITY\tCONFIDENCE\tSUPPORT\tHITS\tSTATUS\tSUMMARY\n";
   for (const auto* group : {&active, &retired}) {
     for (const Rule& r : *group) {
@@ -210,9 +219,38 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
       if (r.then.urgent) effect += effect.empty() ? "urgent" : ",urgent";
       std::cout << r.id << "\t" << r.name << "\t" << r.kind << "\t" << effect << "\t" << r.priority
                 << "\t" << ConfidenceLabel(r, thresholds) << "\t" << r.support << "\t" << r.hits
-                << "\t" << (r.active ? "active" : "retired") << "\t" << r.summary << "\n";
+                << "\t" << r.status << (r.origin == RuleOrigin::kLearned ? " (learned)" : "")
+                << "\t" << r.summary << "\n";
     }
   }
+  return 0;
+}
+
+int CmdLearn(const std::string& data, const std::string& workspace) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  auto report = Learn(**store, ProcessClock(), ws->id, LearningConfig{});
+  if (!report.ok()) return Fail(report.status());
+  std::cout << "learned: " << report->proposed << " proposed, " << report->updated << " updated, "
+            << report->retired << " retired; agent_version " << report->agent_version << "\n";
+  return 0;
+}
+
+int CmdRulesDecide(const std::string& data, const std::string& workspace,
+                   const std::string& rule_id, bool accept) {
+  auto store = Open(data);
+  if (!store.ok()) return Fail(store.status());
+  auto ws = FindWorkspace(**store, workspace);
+  if (!ws.ok()) return Fail(ws.status());
+  auto rule = accept ? AcceptRule(**store, ProcessClock(), ws->id, rule_id)
+                     : RejectRule(**store, ProcessClock(), ws->id, rule_id);
+  if (!rule.ok()) return Fail(rule.status());
+  auto now = FindWorkspace(**store, workspace);
+  if (!now.ok()) return Fail(now.status());
+  std::cout << (accept ? "accepted " : "rejected ") << rule->id << " (" << rule->name
+            << "); agent_version " << now->agent_version << "\n";
   return 0;
 }
 
@@ -418,6 +456,20 @@ int CmdDemo(const std::string& data, const std::string& today) {
   if (!rules.ok()) return Fail(rules.status());
   auto week = IngestJsonl(**store, ProcessClock(), ws->id, *this_week);
   if (!week.ok()) return Fail(week.status());
+  // Then the learner, over the whole history: it finds the Marcus rule the file ships by
+  // hand (docs/learning.md), and proposes it with the others for the person to accept.
+  auto learned = Learn(**store, ProcessClock(), ws->id, LearningConfig{});
+  if (!learned.ok()) return Fail(learned.status());
+  std::vector<Rule> proposals;
+  st = (*store)->Read([&](ReadTx& tx) -> Status {
+    auto list = tx.rules().List(ws->id, /*active_only=*/false);
+    if (!list.ok()) return list.status();
+    for (Rule& r : *list) {
+      if (r.status == RuleStatus::kProposed) proposals.push_back(std::move(r));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return Fail(st);
   std::cout << "workspace demo: placed " << (shift >= 0 ? "+" : "") << shift
             << " days from its files' dates (its history starts "
             << FormatTime(anchor.occurred_at + std::chrono::days(shift)).substr(0, 10) << ")\n";
@@ -427,6 +479,11 @@ int CmdDemo(const std::string& data, const std::string& today) {
   PrintRulesReport(*rules);
   std::cout << "workspace demo: this week: ";
   PrintReport(*week);
+  std::cout << "workspace demo: learned: " << learned->proposed << " proposed, " << learned->updated
+            << " updated, " << learned->retired << " retired\n";
+  for (const Rule& r : proposals) {
+    std::cout << "workspace demo: proposed " << r.id << ": " << r.summary << "\n";
+  }
   return 0;
 }
 

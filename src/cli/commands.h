@@ -20,6 +20,11 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
 int CmdSync(const std::string& data, const std::string& config_path);
 int CmdRulesImport(const std::string& data, const std::string& workspace, const std::string& file);
 int CmdRulesList(const std::string& data, const std::string& workspace, bool all);
+// accept (true) or reject a learned rule.
+int CmdRulesDecide(const std::string& data, const std::string& workspace,
+                   const std::string& rule_id, bool accept);
+// One learning pass (docs/learning.md); prints one line.
+int CmdLearn(const std::string& data, const std::string& workspace);
 int CmdTrustSet(const std::string& data, const std::string& workspace, const std::string& cls,
                 const std::string& scope, std::optional<int> level, std::optional<int> ceiling);
 int CmdTrustList(const std::string& data, const std::string& workspace);

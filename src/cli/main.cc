@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
   }
 
   // rules import|list
-  auto* rules_cmd = app.add_subcommand("rules", "Import and list a workspace's rules");
+  auto* rules_cmd = app.add_subcommand(
+      "rules", "Import and list a workspace's rules; accept or reject learned ones");
   rules_cmd->require_subcommand(1);
   auto* rules_import = rules_cmd->add_subcommand("import", "Make FILE.yaml the workspace's rules");
   add_data(rules_import);
@@ -188,6 +189,24 @@ int main(int argc, char** argv) {
   bool all_rules = false;
   rules_list->add_flag("--all", all_rules, "Include retired rules");
   rules_list->callback([&] { rc = CmdRulesList(data_dir, workspace, all_rules); });
+  std::string rule_id;
+  for (bool accept : {true, false}) {
+    auto* decide = rules_cmd->add_subcommand(
+        accept ? "accept" : "reject",
+        accept ? "Accept a learned rule: it becomes active (triage uses it from now on)"
+               : "Reject a learned rule: not proposed again unless its evidence doubles");
+    add_data(decide);
+    decide->add_option("--workspace", workspace, "Workspace")->required();
+    decide->add_option("rule_id", rule_id, "The learned rule (rul_...)")->required();
+    decide->callback([&, accept] { rc = CmdRulesDecide(data_dir, workspace, rule_id, accept); });
+  }
+
+  // learn
+  auto* learn = app.add_subcommand(
+      "learn", "Run one learning pass: propose rules from the workspace's history");
+  add_data(learn);
+  learn->add_option("--workspace", workspace, "Workspace")->required();
+  learn->callback([&] { rc = CmdLearn(data_dir, workspace); });
 
   // trust set|list
   auto* trust_cmd = app.add_subcommand("trust", "Set and list autonomy levels");

@@ -217,7 +217,16 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::string(e.description()));
   }
   CORTEX_RETURN_IF_ERROR(Unknown(
-      t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "connectors"}));
+      t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "connectors", "learning"}));
+  if (auto* a = t["learning"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "learning.", {"while_serving", "settle_seconds", "every_hours", "auto_accept_strong"}));
+  }
+  CORTEX_RETURN_IF_ERROR(GetBool(t, "learning", "while_serving", &config.learning_serve.enabled));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "learning", "settle_seconds",
+                                      &config.learning_serve.settle_seconds, 1, 86400));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "learning", "every_hours", &config.learning_serve.every_hours, 1, 720));
   if (auto* a = t["drafter"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
         Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));

@@ -9,6 +9,7 @@
 #include "connectors/imap.h"
 #include "core/limits.h"
 #include "engines/actions.h"
+#include "engines/learning.h"
 
 namespace cortex {
 
@@ -23,6 +24,15 @@ struct EngineConfig {
   }();
   HttpLimits http;                // cortex serve only
   std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
+  // The learner while serving ([learning], docs/learning.md): a pass for a workspace once
+  // its world has been still for `settle_seconds` after a change, and every
+  // `every_hours` regardless.
+  struct ServeLearning {
+    bool enabled = true;
+    int64_t settle_seconds = 60;
+    int64_t every_hours = 24;
+  } learning_serve;
+  LearningConfig learning;
 };
 
 // Reads `path`; an empty path gives the defaults. InvalidArgument names the bad key.

@@ -94,7 +94,7 @@ TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
   McpResponse ping = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}, sid);
   EXPECT_EQ(ping.body["result"], json::object());
   McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}}, sid);
-  ASSERT_EQ(list.body["result"]["tools"].size(), 10u);
+  ASSERT_EQ(list.body["result"]["tools"].size(), 13u);
   EXPECT_EQ(list.body["result"]["tools"][0]["name"], "workspace.status");
   EXPECT_EQ(list.body["result"]["tools"][1]["name"], "entity.lookup");
   EXPECT_FALSE(list.body["result"].contains("resultType"));
@@ -182,7 +182,7 @@ TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
   McpResponse l = Send(Modern("tools/list"));
   EXPECT_EQ(l.body["result"]["cacheScope"], "public");
   EXPECT_GE(l.body["result"]["ttlMs"].get<int64_t>(), 0);
-  EXPECT_EQ(l.body["result"]["tools"].size(), 10u);
+  EXPECT_EQ(l.body["result"]["tools"].size(), 13u);
 }
 
 TEST_F(McpServerTest, StatelessEraRefusals) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -12,6 +14,15 @@
 #include "store/tx.h"
 
 namespace cortex {
+
+// A message as the learner reads it: who, which way, when, which thread (no text).
+struct MessageFact {
+  std::string id;
+  bool sent = false;  // message_sent (else message_received)
+  TimePoint occurred_at;
+  std::string entity_id;
+  std::string thread;
+};
 
 class EpisodesReader {
  public:
@@ -38,6 +49,13 @@ class EpisodesReader {
   Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
                                       TimePoint t, TimePoint awaiting_since);
   // Stored episodes in `thread` with occurred_at in [from, to] (counted up to 100).
+  // Every message (received or sent) with a counterparty that occurred at or after `since`,
+  // in no particular order.
+  Result<std::vector<MessageFact>> MessagesSince(const std::string& ws, TimePoint since);
+  // The triage class each notified episode got: (episode id, class), for every notification
+  // that surfaces at or after `since` or never (and maybe some others).
+  Result<std::vector<std::pair<std::string, TriageClass>>> NotifiedClasses(const std::string& ws,
+                                                                           TimePoint since);
   Result<int64_t> CountInThread(const std::string& ws, const std::string& thread, TimePoint from,
                                 TimePoint to);
 

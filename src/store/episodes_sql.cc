@@ -363,4 +363,39 @@ Status EpisodesWriter::SetCursor(const std::string& ws, const std::string& sourc
   return s.Bind(1, ws).Bind(2, source).Bind(3, cursor).Bind(4, at).Run();
 }
 
+Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string& ws,
+                                                               TimePoint since) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // One range of episodes_by_kind per kind.
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, kind, occurred_at, entity_id, thread FROM episodes WHERE workspace_id = ?"
+      " AND kind IN ('message_received', 'message_sent') AND occurred_at >= ?"
+      " AND entity_id IS NOT NULL");
+  s.Bind(1, ws).Bind(2, since);
+  return AllRows(s, [](const Stmt& s) {
+    return MessageFact{s.Text(0), s.Text(1) == "message_sent", s.Time(2), s.Text(3), s.Text(4)};
+  });
+}
+
+Result<std::vector<std::pair<std::string, TriageClass>>> EpisodesReader::NotifiedClasses(
+    const std::string& ws, TimePoint since) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // One range of notifications_by_class per class: a notification surfaces at or after its
+  // message (handle_silently never surfaces: all of those are read).
+  std::vector<std::pair<std::string, TriageClass>> out;
+  for (TriageClass cls : AllOf<TriageClass>()) {
+    bool silent = cls == TriageClass::kHandleSilently;
+    Stmt s = s_.conn.Prepare(silent ? "SELECT episode_id FROM notifications WHERE workspace_id = ?"
+                                      " AND triage_class = ? AND surface_at IS NULL"
+                                    : "SELECT episode_id FROM notifications WHERE workspace_id = ?"
+                                      " AND triage_class = ? AND surface_at >= ?");
+    s.Bind(1, ws).Bind(2, cls);
+    if (!silent) s.Bind(3, since);
+    Status st;
+    while (s.Step(&st)) out.emplace_back(s.Text(0), cls);
+    if (!st.ok()) return st;
+  }
+  return out;
+}
+
 }  // namespace cortex

@@ -491,6 +491,17 @@ CREATE TABLE ingest_cursors (
   PRIMARY KEY (workspace_id, source)
 );
 )sql"},
+      {23, "rules learned from behaviour: a rule's status, and what the learner keeps", R"sql(
+-- A learned rule starts 'proposed'; a person accepts it ('active') or rejects it; the learner
+-- retires it when its evidence fades (docs/learning.md). A person's rule is 'active' or
+-- 'retired', as `active` said. `active` stays (1 iff status = 'active'): triage's index
+-- reads it. `learned` holds the learner's own fields as JSON text: the pattern it found,
+-- the contradicting episodes, the backtest, the support at rejection, the agent_version
+-- its acceptance made; '{}' for a person's rule.
+ALTER TABLE rules ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+UPDATE rules SET status = 'retired' WHERE active = 0;
+ALTER TABLE rules ADD COLUMN learned TEXT NOT NULL DEFAULT '{}';
+)sql"},
   };
   return kMigrations;
 }

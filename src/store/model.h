@@ -132,8 +132,16 @@ struct Rule {
   int64_t support = 0;                // evidence episodes
   int64_t contradictions = 0;         // episodes where it did not hold
   int64_t hits = 0;                   // times it decided something
-  bool active = true;
+  bool active = true;                 // status == kActive (kept in step with it)
+  RuleStatus status = RuleStatus::kActive;
   TimePoint created_at;
+  // Learned rules (docs/learning.md); empty for a person's rule.
+  std::string pattern;  // what the learner found, e.g. "fast:entity_...:tue": one row per
+                        // pattern is current (the newest)
+  std::vector<std::string> contradiction_evidence;  // episode ids that went against it
+  nlohmann::json backtest = nullptr;                // what it would have changed, last 30 days
+  int64_t rejected_support = 0;                     // its support when a person rejected it
+  std::string activated_version;                    // the agent_version its acceptance made
 };
 
 // The canonical JSON of a rule's definition (kind, class, conditions, effect, priority):

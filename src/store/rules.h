@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ class RulesWriter : public RulesReader {
  public:
   using RulesReader::RulesReader;
   Status Insert(const Rule& r);
+  // Rewrites a rule's summary, definition, evidence, counts, status and learned fields (the
+  // learner's and a person's accept/reject); `active` follows `status`. `retired_at` is kept
+  // if already set.
+  Status Update(const Rule& r, std::optional<TimePoint> retired_at);
   Status Retire(const std::string& ws, const std::string& rule_id, TimePoint at);
   Status SetPosition(const std::string& ws, const std::string& rule_id, int position);
   Status AddHits(const std::string& ws, const std::string& rule_id, int64_t n);

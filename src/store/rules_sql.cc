@@ -11,7 +11,7 @@ namespace cortex {
 namespace {
 constexpr const char* kRuleSelect =
     "SELECT id, workspace_id, name, origin, summary, definition, position, evidence, support,"
-    " contradictions, hits, active, created_at FROM rules";
+    " contradictions, hits, active, created_at, status, learned FROM rules";
 
 Rule RuleRow(const Stmt& s) {
   Rule r;
@@ -28,7 +28,26 @@ Rule RuleRow(const Stmt& s) {
   r.hits = s.Int(10);
   r.active = s.Int(11) != 0;
   r.created_at = s.Time(12);
+  r.status = s.As<RuleStatus>(13);
+  nlohmann::json learned = ParseStoredJson(s.Text(14));
+  r.pattern = learned.value("pattern", "");
+  if (learned.contains("contradiction_evidence"))
+    r.contradiction_evidence = learned["contradiction_evidence"].get<std::vector<std::string>>();
+  if (learned.contains("backtest")) r.backtest = learned["backtest"];
+  r.rejected_support = learned.value("rejected_support", int64_t{0});
+  r.activated_version = learned.value("activated_version", "");
   return r;
+}
+
+std::string LearnedJson(const Rule& r) {
+  if (r.origin != RuleOrigin::kLearned) return "{}";
+  nlohmann::json j = nlohmann::json::object();
+  j["pattern"] = r.pattern;
+  j["contradiction_evidence"] = r.contradiction_evidence;
+  j["backtest"] = r.backtest;
+  j["rejected_support"] = r.rejected_support;
+  j["activated_version"] = r.activated_version;
+  return DumpJson(j);
 }
 }  // namespace
 
@@ -62,10 +81,14 @@ Status RulesWriter::Insert(const Rule& r) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(r.workspace_id));
   std::string definition = DumpJson(RuleDefinitionJson(r));
   std::string evidence = DumpJson(nlohmann::json(r.evidence));
+  std::string learned = LearnedJson(r);
+  // A rule handed over as not active but with the default status is a retired one.
+  RuleStatus status =
+      r.status == RuleStatus::kActive && !r.active ? RuleStatus::kRetired : r.status;
   Stmt s = s_.conn.Prepare(
       "INSERT INTO rules (id, workspace_id, name, origin, summary, definition, position,"
-      " evidence, support, contradictions, hits, active, created_at, retired_at)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)");
+      " evidence, support, contradictions, hits, active, created_at, retired_at, status,"
+      " learned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)");
   return s.Bind(1, r.id)
       .Bind(2, r.workspace_id)
       .Bind(3, r.name)
@@ -77,15 +100,43 @@ Status RulesWriter::Insert(const Rule& r) {
       .Bind(9, r.support)
       .Bind(10, r.contradictions)
       .Bind(11, r.hits)
-      .Bind(12, static_cast<int64_t>(r.active ? 1 : 0))
+      .Bind(12, static_cast<int64_t>(status == RuleStatus::kActive ? 1 : 0))
       .Bind(13, r.created_at)
+      .Bind(14, status)
+      .Bind(15, learned)
       .Run();
+}
+
+Status RulesWriter::Update(const Rule& r, std::optional<TimePoint> retired_at) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(r.workspace_id));
+  Stmt s = s_.conn.Prepare(
+      "UPDATE rules SET summary = ?, definition = ?, evidence = ?, support = ?,"
+      " contradictions = ?, active = ?, status = ?, learned = ?,"
+      " retired_at = COALESCE(retired_at, ?) WHERE workspace_id = ? AND id = ?");
+  std::string definition = DumpJson(RuleDefinitionJson(r));
+  std::string evidence = DumpJson(nlohmann::json(r.evidence));
+  std::string learned = LearnedJson(r);
+  s.Bind(1, r.summary)
+      .Bind(2, definition)
+      .Bind(3, evidence)
+      .Bind(4, r.support)
+      .Bind(5, r.contradictions)
+      .Bind(6, static_cast<int64_t>(r.status == RuleStatus::kActive ? 1 : 0))
+      .Bind(7, r.status)
+      .Bind(8, learned);
+  if (retired_at) {
+    s.Bind(9, *retired_at);
+  } else {
+    s.BindNull(9);
+  }
+  return s.Bind(10, r.workspace_id).Bind(11, r.id).Run();
 }
 
 Status RulesWriter::Retire(const std::string& ws, const std::string& id, TimePoint at) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
   Stmt s = s_.conn.Prepare(
-      "UPDATE rules SET active = 0, retired_at = ? WHERE workspace_id = ? AND id = ?");
+      "UPDATE rules SET active = 0, status = 'retired', retired_at = ? WHERE workspace_id = ?"
+      " AND id = ?");
   return s.Bind(1, at).Bind(2, ws).Bind(3, id).Run();
 }
 

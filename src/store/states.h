@@ -29,7 +29,16 @@ enum class LedgerEvent {
 };
 
 // `digest`: the daily digest a workspace was sent (or is being sent), one per local day.
-enum class DecisionClass { kTriage, kActionProposed, kRuleFired, kTrustTransition, kDigest };
+// `rule_proposed` / `rule_retired`: the learner proposed a rule, or retired one (docs/learning.md).
+enum class DecisionClass {
+  kTriage,
+  kActionProposed,
+  kRuleFired,
+  kTrustTransition,
+  kDigest,
+  kRuleProposed,
+  kRuleRetired
+};
 
 // A proposal (action_proposed) follows its action's status, a digest its delivery's
 // (pending, delivered, failed); every other decision is `recorded` and stays so. (`approved` is
@@ -51,6 +60,9 @@ enum class TriageClass { kInterruptNow, kSurfaceAtTransition, kDailyDigest, kHan
 
 enum class RuleKind { kTriage, kAction };
 enum class RuleOrigin { kUser, kLearned };
+// A rule's life: a person's rule is active until retired; a learned rule starts proposed and
+// a person accepts it (active) or rejects it; the learner retires it when its evidence fades.
+enum class RuleStatus { kProposed, kActive, kRetired, kRejected };
 
 enum class OutboxStatus { kPending, kDelivered, kFailed };
 
@@ -73,8 +85,9 @@ struct Spellings<LedgerEvent> {
 };
 template <>
 struct Spellings<DecisionClass> {
-  static constexpr std::array<std::string_view, 5> kNames = {
-      "triage", "action_proposed", "rule_fired", "trust_transition", "digest"};
+  static constexpr std::array<std::string_view, 7> kNames = {
+      "triage", "action_proposed", "rule_fired",  "trust_transition",
+      "digest", "rule_proposed",   "rule_retired"};
 };
 template <>
 struct Spellings<DecisionStatus> {
@@ -94,6 +107,11 @@ struct Spellings<RuleKind> {
 template <>
 struct Spellings<RuleOrigin> {
   static constexpr std::array<std::string_view, 2> kNames = {"user", "learned"};
+};
+template <>
+struct Spellings<RuleStatus> {
+  static constexpr std::array<std::string_view, 4> kNames = {"proposed", "active", "retired",
+                                                             "rejected"};
 };
 template <>
 struct Spellings<OutboxStatus> {

@@ -32,6 +32,10 @@ class WorkspacesWriter : public WorkspacesReader {
   Status SetWorldVersion(const std::string& ws, const std::string& wv);
   Status SetAgentVersion(const std::string& ws, const std::string& av);
   Status SetSettings(const std::string& ws, const WorkspaceSettings& settings);
+  // Holds the workspace's row until commit (PostgreSQL: a row lock; SQLite's write
+  // transactions are one at a time already): writers that take it first run one after
+  // another, and each reads what the one before it committed.
+  Status Lock(const std::string& ws);
 };
 
 inline WorkspacesReader ReadTx::workspaces() const { return WorkspacesReader(s_); }

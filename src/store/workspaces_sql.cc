@@ -99,6 +99,12 @@ Status WorkspacesWriter::SetAgentVersion(const std::string& ws, const std::strin
   return s.Bind(1, av).Bind(2, ws).Run();
 }
 
+Status WorkspacesWriter::Lock(const std::string& ws) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare("UPDATE workspaces SET agent_version = agent_version WHERE id = ?");
+  return s.Bind(1, ws).Run();
+}
+
 Status WorkspacesWriter::SetSettings(const std::string& ws, const WorkspaceSettings& settings) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
   std::string text = DumpJson(SettingsToJson(settings));

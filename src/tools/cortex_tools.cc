@@ -13,6 +13,9 @@ Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config) {
   CORTEX_RETURN_IF_ERROR(registry.Add(ActionApproveTool(config)));
   CORTEX_RETURN_IF_ERROR(registry.Add(ActionRejectTool(config)));
   CORTEX_RETURN_IF_ERROR(registry.Add(WhyThisActionTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(RuleListTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(RuleAcceptTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(RuleRejectTool()));
   return Status::Ok();
 }
 

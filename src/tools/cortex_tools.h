@@ -16,6 +16,15 @@ ToolDef ActionCommunicateTool(const EngineConfig& config);  // action.communicat
 ToolDef ActionApproveTool(const EngineConfig& config);      // action.approve
 ToolDef ActionRejectTool(const EngineConfig& config);       // action.reject
 ToolDef WhyThisActionTool();                                // meta.why_this_action
+ToolDef RuleListTool();                                     // rule.list
+ToolDef RuleAcceptTool();                                   // rule.accept
+ToolDef RuleRejectTool();                                   // rule.reject
+
+// A rule as rule.list shows it, and its JSON Schema.
+nlohmann::json RuleView(const Rule& r);
+nlohmann::json RuleViewSchema();
+// rule.accept (true) or rule.reject (false).
+ToolDef RuleDecisionTool(bool accept);
 
 // decision.inspect's body for `d` (seed 003's shape).
 nlohmann::json DecisionInspectBody(const Decision& d);

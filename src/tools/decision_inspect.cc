@@ -80,6 +80,11 @@ ToolDef DecisionInspectTool() {
              {"by",
               {{"type", "object"},
                {"description", "A trust move's actor: channel, and token_id or session."}}},
+             {"learned_rule",
+              {{"type", "object"},
+               {"description",
+                "rule_proposed / rule_retired: the rule as the learner saw it then: pattern, "
+                "when, then, support, contradictions and their episodes, backtest."}}},
              {"digest",
               {{"type", "object"},
                {"description",
@@ -98,6 +103,10 @@ ToolDef DecisionInspectTool() {
           if (d->decision_class == DecisionClass::kTrustTransition) {
             json details = d->Details();
             if (details.contains("by")) body["by"] = details["by"];
+          }
+          if (d->decision_class == DecisionClass::kRuleProposed ||
+              d->decision_class == DecisionClass::kRuleRetired) {
+            body["learned_rule"] = d->Details();
           }
           if (d->decision_class == DecisionClass::kDigest) {
             body["status"] = Name(d->status);

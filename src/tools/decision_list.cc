@@ -55,7 +55,8 @@ ToolDef DecisionListTool() {
       .title = "List decisions",
       .description =
           "Lists the workspace's decisions newest first. Filter by decision_class (triage, "
-          "action_proposed, rule_fired, trust_transition, digest: the daily digests sent), "
+          "action_proposed, rule_fired, trust_transition, digest: the daily digests sent, "
+          "rule_proposed / rule_retired: rules the learner proposed or retired), "
           "status (action_proposed + pending: the approval inbox; digest + delivered: the "
           "digests that went out), triage_class (triage decisions only: interrupt_now, "
           "surface_at_transition = held for the next focus-block break, daily_digest, "

@@ -650,16 +650,40 @@
       error);
   }
 
+  function ruleButtons(r) {
+    const error = h('p', { class: 'error small', role: 'alert' });
+    const pick = (decision) => async (ev) => {
+      ev.currentTarget.disabled = true;
+      const button = ev.currentTarget;
+      try {
+        const res = await api('rule', { rule_id: r.rule_id, decision });
+        announce(res.message);
+        refresh();
+      } catch (e) {
+        if (e.code === 'unauthorized') return;
+        error.textContent = `Could not ${decision} the rule: ${e.message}`;
+        button.disabled = false;
+        if (e.code === 'csrf') refresh();
+      }
+    };
+    return h('div', { class: 'rule-decide' },
+      h('button', { type: 'button', class: 'btn btn-primary', onclick: pick('accept') }, 'Accept', hidden(` rule ${r.name}`)),
+      h('button', { type: 'button', class: 'btn', onclick: pick('reject') }, 'Reject', hidden(` rule ${r.name}`)),
+      error);
+  }
+
   function renderRules(list) {
     list = list || [];
     const box = $('rules');
     box.textContent = '';
-    add(box, list.map((r) => h('li', { class: 'row', 'data-rule-id': r.rule_id },
+    add(box, list.map((r) => h('li', { class: 'row', 'data-rule-id': r.rule_id, 'data-status': r.status },
       h('p', { class: 'row-main' }, r.summary || r.name),
       h('p', { class: 'row-meta' },
         chip(r.kind === 'action' ? 'Action' : 'Triage', 'plain', 'Kind'),
         chip(r.origin === 'learned' ? 'Learned' : 'Yours', r.origin === 'learned' ? 'wait' : 'plain', 'Origin'),
-        h('span', { class: 'muted' }, [r.name, r.effect, confidenceText(r.confidence)].filter(Boolean).join(' · '))))));
+        r.status === 'proposed' ? chip('Proposed', 'wait', 'Status') : null,
+        h('span', { class: 'muted' }, [r.name, r.effect, confidenceText(r.confidence)].filter(Boolean).join(' · '))),
+      r.status === 'proposed' ? ruleButtons(r) : null)));
     $('rules-empty').hidden = list.length > 0;
   }
 

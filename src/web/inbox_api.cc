@@ -6,6 +6,7 @@
 #include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/time.h"
+#include "engines/learning.h"
 #include "engines/rules.h"
 #include "engines/tokens.h"
 #include "engines/trust.h"
@@ -249,6 +250,8 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
     r = Trust(*auth, body);
   } else if (path == "/inbox/api/disconnect") {
     r = Disconnect(*auth, body);
+  } else if (path == "/inbox/api/rule") {
+    r = DecideRule(*auth, body);
   } else if (path == "/inbox/api/signout") {
     Status st = SignOutInbox(store_, clock_, *auth);
     r = st.ok() ? Json(200, {{"status", "success"}}) : Error(503, "unavailable", st.message());
@@ -368,12 +371,14 @@ HttpResponse InboxApi::State(const InboxAuth& auth, const std::string& secret) {
     }
     out["people"] = std::move(people_json);
 
-    // The rules in force.
-    auto rules = tx.rules().List(ws, /*active_only=*/true);
+    // The rules in force, and the learned ones waiting for the person (docs/learning.md).
+    auto rules = tx.rules().List(ws, /*active_only=*/false);
     if (!rules.ok()) return rules.status();
     json rules_json = json::array();
     for (const Rule& r : *rules) {
+      if (r.status != RuleStatus::kActive && r.status != RuleStatus::kProposed) continue;
       rules_json.push_back({{"rule_id", r.id},
+                            {"status", Name(r.status)},
                             {"name", r.name},
                             {"kind", Name(r.kind)},
                             {"summary", r.summary},
@@ -520,6 +525,37 @@ HttpResponse InboxApi::Trust(const InboxAuth& auth, const json& body) {
                     {"trust_level", level},
                     {"decision_id", moved->id},
                     {"message", moved->payload_summary}});
+}
+
+HttpResponse InboxApi::DecideRule(const InboxAuth& auth, const json& body) {
+  if (!body.contains("rule_id") || !body["rule_id"].is_string() ||
+      body["rule_id"].get<std::string>().rfind("rul_", 0) != 0) {
+    return Error(400, "invalid_arguments", "field 'rule_id': a rul_ id is required");
+  }
+  if (!body.contains("decision") ||
+      (body["decision"] != "accept" && body["decision"] != "reject")) {
+    return Error(400, "invalid_arguments", "field 'decision': accept or reject");
+  }
+  std::string id = body["rule_id"];
+  bool accept = body["decision"] == "accept";
+  auto r = accept ? AcceptRule(store_, clock_, auth.workspace_id, id)
+                  : RejectRule(store_, clock_, auth.workspace_id, id);
+  if (!r.ok()) {
+    const Status& st = r.status();
+    switch (st.code()) {
+      case Code::kConflict:
+        return Error(409, "conflict", st.message());
+      case Code::kNotFound:
+        return Error(404, "not_found", "no rule " + id + " in this workspace");
+      case Code::kInvalidArgument:
+        return Error(400, "invalid_arguments", st.message());
+      default:
+        return Error(503, "unavailable", "nothing changed (" + st.message() + "); retry");
+    }
+  }
+  return Json(200, {{"rule_id", r->id},
+                    {"status", Name(r->status)},
+                    {"message", (accept ? "Accepted: " : "Rejected: ") + r->summary}});
 }
 
 Result<std::string> InboxApi::ChangeMarker(ReadTx& tx, const std::string& ws) {

@@ -48,6 +48,8 @@ class InboxApi {
   HttpResponse Trust(const InboxAuth& auth, const nlohmann::json& body);
   // Disconnects an app the person connected through OAuth: revokes its token.
   HttpResponse Disconnect(const InboxAuth& auth, const nlohmann::json& body);
+  // A person accepts or rejects a learned rule: {rule_id, decision: accept|reject}.
+  HttpResponse DecideRule(const InboxAuth& auth, const nlohmann::json& body);
   // A marker that moves whenever what the page shows may have changed.
   Result<std::string> ChangeMarker(ReadTx& tx, const std::string& ws);
 

@@ -5,6 +5,8 @@
 #include "core/json_text.h"
 #include "core/time.h"
 #include "engines/ingest.h"
+#include "engines/learning.h"
+#include "engines/learning.h"
 #include "engines/tokens.h"
 #include "store/actions.h"
 #include "store/ledger.h"
@@ -226,6 +228,62 @@ TEST_F(InboxApiTest, APersonMovesTrustAndSignsOut) {
   EXPECT_EQ(
       Send("POST", "/inbox/api/trust", json{{"entity_id", sarah}, {"level", 3}}.dump()).status,
       401);
+}
+
+TEST_F(InboxApiTest, APersonAcceptsOrRejectsALearnedRule) {
+  // Four messages from Sam, each answered within ten minutes: a proposal.
+  std::string lines;
+  for (int d = 1; d <= 4; ++d) {
+    std::string day = "2026-06-0" + std::to_string(d + 3);
+    lines +=
+        R"({"type":"episode","kind":"message_received","occurred_at":")" + day +
+        R"(T10:00:00Z","counterparty":"sam@x.example","subject":"Q","summary":"Q","thread":"t)" +
+        std::to_string(d) + "\"}\n";
+    lines +=
+        R"({"type":"episode","kind":"message_sent","occurred_at":")" + day +
+        R"(T10:10:00Z","counterparty":"sam@x.example","subject":"A","summary":"A","thread":"t)" +
+        std::to_string(d) + "\"}\n";
+  }
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, lines).ok());
+  auto learned = Learn(*store_, clock_, ws_.id, {});
+  ASSERT_TRUE(learned.ok());
+  ASSERT_EQ(learned->proposed, 1);
+  SignIn();
+  json state = ParseJson(Send("GET", "/inbox/api/state").body);
+  ASSERT_EQ(state["rules"].size(), 1u) << state["rules"].dump();
+  EXPECT_EQ(state["rules"][0]["status"], "proposed");
+  EXPECT_EQ(state["rules"][0]["origin"], "learned");
+  std::string id = state["rules"][0]["rule_id"];
+  // Without the CSRF token, or with bad input: refused, nothing changes.
+  EXPECT_EQ(Send("POST", "/inbox/api/rule", json{{"rule_id", id}, {"decision", "accept"}}.dump(),
+                 /*with_csrf=*/false)
+                .status,
+            403);
+  EXPECT_EQ(
+      Send("POST", "/inbox/api/rule", json{{"rule_id", id}, {"decision", "maybe"}}.dump()).status,
+      400);
+  EXPECT_EQ(
+      Send("POST", "/inbox/api/rule", json{{"rule_id", 7}, {"decision", "accept"}}.dump()).status,
+      400);
+  EXPECT_EQ(Send("POST", "/inbox/api/rule",
+                 json{{"rule_id", "rul_01M8PS06M053VVFGPPNAWWM0AA"}, {"decision", "accept"}}.dump())
+                .status,
+            404);
+  state = ParseJson(Send("GET", "/inbox/api/state").body);
+  EXPECT_EQ(state["rules"][0]["status"], "proposed");
+  HttpResponse r =
+      Send("POST", "/inbox/api/rule", json{{"rule_id", id}, {"decision", "accept"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(ParseJson(r.body)["status"], "active");
+  state = ParseJson(Send("GET", "/inbox/api/state").body);
+  EXPECT_EQ(state["rules"][0]["status"], "active");
+  EXPECT_EQ(
+      Send("POST", "/inbox/api/rule", json{{"rule_id", id}, {"decision", "accept"}}.dump()).status,
+      409);
+  r = Send("POST", "/inbox/api/rule", json{{"rule_id", id}, {"decision", "reject"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  state = ParseJson(Send("GET", "/inbox/api/state").body);
+  EXPECT_TRUE(state["rules"].empty()) << "a rejected rule is neither in force nor proposed";
 }
 
 TEST_F(InboxApiTest, TheEventStreamSaysWhenSomethingChangedAndEndsWithTheSession) {

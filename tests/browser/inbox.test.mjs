@@ -289,6 +289,26 @@ test("a person's trust level changed in the page sticks, and the agent's next dr
     await item.getByText(/Sends by itself .* unless you reject it/).waitFor();
 });
 
+test('a rule Cortex learned from the demo history is proposed in the page; accepted there, it is in force', TIMEOUT, async (t) => {
+    const { page } = await signedIn(t);
+    const name = 'learned-fast-marcus-webb-tue';
+    const row = page.locator('#rules li', { hasText: 'Reply to Marcus Webb quickly on Tuesdays' });
+    await row.waitFor({ timeout: UI_WAIT });
+    assert.equal(await row.getAttribute('data-status'), 'proposed');
+    await row.locator('.chip', { hasText: 'Proposed' }).waitFor();
+    const answer = page.waitForResponse((r) => r.url().endsWith('/inbox/api/rule'));
+    await page.getByRole('button', { name: `Accept rule ${name}` }).click();
+    const body = await (await answer).json();
+    assert.equal((await answer).status(), 200, JSON.stringify(body));
+    assert.equal(body.status, 'active');
+    await statusSays(page, /Accepted: Reply to Marcus Webb quickly on Tuesdays/);
+    await eventually(async () => (await row.getAttribute('data-status').catch(() => '')) === 'active', { ms: UI_WAIT });
+    assert.equal(await page.getByRole('button', { name: `Accept rule ${name}` }).count(), 0, 'no Accept on a rule in force');
+    // The agent sees it in force.
+    const listed = await callTool(server, ws.token, 'rule.list', { status: 'active', origin: 'learned' });
+    assert.deepEqual(listed.structuredContent.rules.map((r) => r.name), [name]);
+});
+
 test('a state-changing request without the CSRF token is refused with 403', TIMEOUT, async (t) => {
     const { page } = await signedIn(t);
     const proposed = await propose(server, ws.token, DANA, `I will put time on your calendar. (${Date.now()})`);

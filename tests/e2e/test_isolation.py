@@ -235,6 +235,12 @@ class TwoWorkspaces(unittest.TestCase, RpcAsserts):
         out = cli(data, "demo", "--data", data, "--today", "2026-11-27").stdout
         # B's copies of demo-0001... are not A's: both demo batches skip nothing.
         assert len(re.findall(r"\b0 duplicates skipped", out)) == 2, out
+        # A rule of B's own (A has the demo's, and what the learner proposed from its history).
+        rules = os.path.join(cls.tmp.name, "b-rules.yaml")
+        with open(rules, "w") as f:
+            f.write("rules:\n  - name: beta-quiet\n    summary: Nothing matches this.\n"
+                    "    when: { tags: no-such-tag }\n    then: { triage: daily_digest }\n")
+        cli(data, "rules", "import", "--data", data, "--workspace", B, rules)
         # *_rw: an agent's token (drafts); *_person: a person's (approves and rejects).
         cls.tok = {
             "a_rw": create_token(data, A, "read,act", label="a-rw"),
@@ -298,8 +304,10 @@ class TwoWorkspaces(unittest.TestCase, RpcAsserts):
             notifications += nl["due"]
         status_r = api.call(token, "workspace.status")
         ids |= ids_in(status_r)
+        rules_r = api.call(token, "rule.list", {"limit": 100})
+        ids |= ids_in(rules_r)
         view = {"decisions": decisions, "notifications": notifications,
-                "status": cls.sc(status_r)}
+                "status": cls.sc(status_r), "rules": cls.sc(rules_r)["rules"]}
         # Inspect a few decisions and actions too (traces, ledger entries, episodes).
         for d in decisions[:5] + [d for d in decisions if d["status"] == "pending"]:
             ids |= ids_in(api.call(token, "decision.inspect", {"decision_id": d["decision_id"]}))
@@ -400,6 +408,8 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
             ("decision.list", "counterparty", triage["counterparty_id"]),
             ("action.communicate", "to", triage["counterparty_id"]),
             ("action.communicate", "in_reply_to", v["notifications"][0]["episode_id"]),
+            ("rule.accept", "rule_id", v["rules"][0]["rule_id"]),
+            ("rule.reject", "rule_id", v["rules"][0]["rule_id"]),
         ]
 
     def call_case(self, token, tool, field, value):
@@ -430,11 +440,12 @@ class TestCrossWorkspaceIds(TwoWorkspaces):
             missing = forge(real)
             with self.subTest(owner=owner, tool=tool, field=field, id=real):
                 # The forged id really never existed, even for its owner's workspace.
-                if tool not in ("action.approve", "action.reject", "action.communicate"):
+                if tool not in ("action.approve", "action.reject", "action.communicate",
+                                "rule.accept", "rule.reject"):
                     r = self.call_case(owner_token, tool, field, missing)
                     self.assertToolError(r, "not_found")
                 caller_token = self.tok[caller + "_rw"]
-                if tool in ("action.approve", "action.reject"):
+                if tool in ("action.approve", "action.reject", "rule.accept", "rule.reject"):
                     agent = self.call_case(caller_token, tool, field, real)
                     self.assertToolError(agent, "unauthorized")
                     self.assertSameAnswer(agent, real, self.call_case(caller_token, tool, field,

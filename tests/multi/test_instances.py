@@ -55,7 +55,7 @@ NOT_PENDING_RE = re.compile(r"decision (dec_\w+) is (\w+), not pending")
 EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
                   "decision.inspect", "decision.list", "notification.list",
                   "action.communicate", "action.approve", "action.reject",
-                  "meta.why_this_action"]
+                  "meta.why_this_action", "rule.list", "rule.accept", "rule.reject"]
 
 
 # --------------------------------------------------------------------------------------------

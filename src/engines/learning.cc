@@ -1,0 +1,776 @@
+#include "engines/learning.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+#include "core/ids.h"
+#include "core/json_text.h"
+#include "core/time.h"
+#include "engines/signals.h"
+#include "store/decisions.h"
+#include "store/entities.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+// Evidence and contradictions kept per rule: the newest this many (triage copies a rule's
+// evidence into every decision it drives).
+constexpr size_t kMaxEvidence = 50;
+
+const char* const kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+const char* const kDayPlural[] = {"Mondays", "Tuesdays",  "Wednesdays", "Thursdays",
+                                  "Fridays", "Saturdays", "Sundays"};
+
+enum class Outcome { kFast, kMedium, kSlow };
+
+// One received message, judged by when (and whether) the person answered it.
+struct Observation {
+  const MessageFact* msg;
+  Outcome outcome;
+  bool answered;
+  double weight;  // 0.5 ^ (age / half-life)
+  int weekday;    // local, 0 = Monday
+};
+
+struct History {
+  std::vector<Observation> received;     // judged (not pending), oldest first
+  std::vector<const MessageFact*> sent;  // every message the person sent them
+};
+
+double Weight(TimePoint t, TimePoint now, const LearningConfig& c) {
+  double age_days = std::chrono::duration<double>(now - t).count() / 86400.0;
+  if (age_days < 0) age_days = 0;
+  return std::pow(0.5, age_days / c.half_life_days);
+}
+
+// Each counterparty's received messages, judged, and the messages sent to them. A received
+// message is answered by the first message sent to the same counterparty after it, in the
+// same thread (any thread if it has none). One not answered yet and younger than
+// slow_reply is pending: it is no evidence either way.
+std::unordered_map<std::string, History> Observe(const std::vector<MessageFact>& messages,
+                                                 const WorkspaceSettings& settings, TimePoint now,
+                                                 const LearningConfig& c) {
+  std::vector<const MessageFact*> sorted;
+  sorted.reserve(messages.size());
+  for (const MessageFact& m : messages) sorted.push_back(&m);
+  std::sort(sorted.begin(), sorted.end(), [](const MessageFact* a, const MessageFact* b) {
+    return std::tie(a->occurred_at, a->id) < std::tie(b->occurred_at, b->id);
+  });
+  // (entity, thread) -> times of sent messages, ascending; (entity, "") for any thread.
+  std::unordered_map<std::string, std::vector<TimePoint>> sent_by;
+  std::unordered_map<std::string, History> out;
+  for (const MessageFact* m : sorted) {
+    if (!m->sent) continue;
+    sent_by[m->entity_id + '\n' + m->thread].push_back(m->occurred_at);
+    if (!m->thread.empty()) sent_by[m->entity_id + '\n'].push_back(m->occurred_at);
+    out[m->entity_id].sent.push_back(m);
+  }
+  for (const MessageFact* m : sorted) {
+    if (m->sent) continue;
+    std::optional<TimePoint> reply;
+    auto it = sent_by.find(m->entity_id + '\n' + m->thread);
+    if (it != sent_by.end()) {
+      auto next = std::upper_bound(it->second.begin(), it->second.end(), m->occurred_at);
+      if (next != it->second.end()) reply = *next;
+    }
+    Outcome o;
+    if (reply && *reply - m->occurred_at <= c.fast_reply) {
+      o = Outcome::kFast;
+    } else if (reply && *reply - m->occurred_at <= c.slow_reply) {
+      o = Outcome::kMedium;
+    } else if (reply || now - m->occurred_at >= c.slow_reply) {
+      o = Outcome::kSlow;
+    } else {
+      continue;  // pending
+    }
+    out[m->entity_id].received.push_back({m, o, reply.has_value(), Weight(m->occurred_at, now, c),
+                                          ToLocal(m->occurred_at, settings).weekday});
+  }
+  return out;
+}
+
+enum class Kind { kFast, kSlow, kSilent };
+
+const char* KindName(Kind k) {
+  switch (k) {
+    case Kind::kFast:
+      return "fast";
+    case Kind::kSlow:
+      return "slow";
+    case Kind::kSilent:
+      return "silent";
+  }
+  return "";
+}
+
+std::optional<Kind> KindFromName(std::string_view s) {
+  if (s == "fast") return Kind::kFast;
+  if (s == "slow") return Kind::kSlow;
+  if (s == "silent") return Kind::kSilent;
+  return std::nullopt;
+}
+
+TriageClass EffectOf(Kind k) {
+  switch (k) {
+    case Kind::kFast:
+      return TriageClass::kInterruptNow;
+    case Kind::kSlow:
+      return TriageClass::kDailyDigest;
+    case Kind::kSilent:
+      return TriageClass::kHandleSilently;
+  }
+  return TriageClass::kDailyDigest;
+}
+
+// What a pattern's observations say.
+struct Stats {
+  std::vector<std::pair<TimePoint, std::string>> support_ids, contra_ids;
+  double support_w = 0, contra_w = 0;  // decayed
+  int support_n = 0, total_n = 0;      // raw, for the summary (received messages only)
+  int sent_n = 0;                      // silent: messages the person sent them
+  int64_t Support() const { return std::lround(support_w); }
+  int64_t Contradictions() const { return std::lround(contra_w); }
+};
+
+bool InMask(unsigned mask, int weekday) { return mask == 0 || (mask & (1u << weekday)) != 0; }
+
+Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const LearningConfig& c) {
+  Stats s;
+  for (const Observation& o : h.received) {
+    if (!InMask(mask, o.weekday)) continue;
+    bool holds = kind == Kind::kFast   ? o.outcome == Outcome::kFast
+                 : kind == Kind::kSlow ? o.outcome == Outcome::kSlow
+                                       : !o.answered;
+    ++s.total_n;
+    if (holds) {
+      ++s.support_n;
+      s.support_w += o.weight;
+      s.support_ids.emplace_back(o.msg->occurred_at, o.msg->id);
+    } else {
+      s.contra_w += o.weight;
+      s.contra_ids.emplace_back(o.msg->occurred_at, o.msg->id);
+    }
+  }
+  if (kind == Kind::kSilent) {
+    // Writing to them at all goes against "never written to".
+    for (const MessageFact* m : h.sent) {
+      ++s.sent_n;
+      s.contra_w += Weight(m->occurred_at, now, c);
+      s.contra_ids.emplace_back(m->occurred_at, m->id);
+    }
+  }
+  return s;
+}
+
+std::string Label(const Stats& s, const ConfidenceThresholds& t) {
+  Rule r;
+  r.support = s.Support();
+  r.contradictions = s.Contradictions();
+  return ConfidenceLabel(r, t);
+}
+
+bool Qualifies(const Stats& s, const ConfidenceThresholds& t) {
+  return Label(s, t) != "just_guessing";
+}
+
+std::vector<std::string> Newest(std::vector<std::pair<TimePoint, std::string>> ids) {
+  std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a > b; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ids.size() && i < kMaxEvidence; ++i) out.push_back(ids[i].second);
+  return out;
+}
+
+std::string Slug(const std::string& name) {
+  std::string out;
+  for (char ch : name) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c)) {
+      out += static_cast<char>(std::tolower(c));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  if (out.size() > 60) out.resize(60);
+  return out.empty() ? "someone" : out;
+}
+
+std::string DaysText(unsigned mask, bool plural) {
+  std::string out;
+  std::vector<int> days;
+  for (int d = 0; d < 7; ++d) {
+    if (mask & (1u << d)) days.push_back(d);
+  }
+  for (size_t i = 0; i < days.size(); ++i) {
+    if (i > 0) out += i + 1 == days.size() ? " and " : ", ";
+    out += plural ? kDayPlural[days[i]] : kDayNames[days[i]];
+  }
+  return out;
+}
+
+std::string Of(int n, int total) {
+  return (n == total && total > 2 ? "all " : "") + std::to_string(n) + " of " +
+         std::to_string(total);
+}
+
+std::string Hours(std::chrono::minutes m) {
+  if (m.count() % 60 != 0) return std::to_string(m.count()) + " minutes";
+  int64_t h = m.count() / 60;
+  return h == 1 ? "an hour" : std::to_string(h) + " hours";
+}
+
+// Fills name, summary, evidence and counts of `r` from `s`.
+void Describe(Rule& r, Kind kind, unsigned mask, const Stats& s, const Stats* other_days,
+              const Entity& who, const LearningConfig& c) {
+  std::string slug = Slug(who.name);
+  r.name = std::string("learned-") + KindName(kind) + "-" + slug;
+  for (int d = 0; d < 7; ++d) {
+    if (mask & (1u << d)) r.name += std::string("-") + kDayNames[d];
+  }
+  switch (kind) {
+    case Kind::kFast:
+      if (mask == 0) {
+        r.summary = "Interrupt for " + who.name + ": you answered " + Of(s.support_n, s.total_n) +
+                    " of their messages within " + Hours(c.fast_reply) + ".";
+      } else {
+        r.summary = "Reply to " + who.name + " quickly on " + DaysText(mask, true) +
+                    ": you answered " + Of(s.support_n, s.total_n) + " within " +
+                    Hours(c.fast_reply);
+        if (other_days != nullptr) {
+          r.summary += " (" + std::to_string(other_days->support_n) + " of " +
+                       std::to_string(other_days->total_n) + " on other days)";
+        }
+        r.summary += ".";
+      }
+      break;
+    case Kind::kSlow:
+      r.summary = "Put " + who.name + " in the daily digest: " + Of(s.support_n, s.total_n) +
+                  " of their messages waited more than a day for your answer, or got none.";
+      break;
+    case Kind::kSilent:
+      r.summary = "Record " + who.name +
+                  " silently, like a newsletter: " + std::to_string(s.total_n) +
+                  " messages, none answered, and you never wrote " + "to them.";
+      break;
+  }
+  r.evidence = Newest(s.support_ids);
+  r.contradiction_evidence = Newest(s.contra_ids);
+  r.support = s.Support();
+  r.contradictions = s.Contradictions();
+}
+
+Rule NewLearned(Kind kind, unsigned mask, const Entity& who) {
+  Rule r;
+  r.origin = RuleOrigin::kLearned;
+  r.status = RuleStatus::kProposed;
+  r.active = false;
+  r.kind = RuleKind::kTriage;
+  r.pattern = std::string(KindName(kind)) + ":" + who.id;
+  r.when.counterparties = {who.id};
+  r.when.weekdays = mask;
+  r.then.triage_class = EffectOf(kind);
+  return r;
+}
+
+// The fast-reply pattern of one counterparty: on every day, or on the weekdays where it
+// holds while the other days do not.
+std::optional<Finding> FindFast(const History& h, const Entity& who, TimePoint now,
+                                const LearningConfig& c) {
+  Stats all = Measure(Kind::kFast, 0, h, now, c);
+  if (Qualifies(all, c.thresholds)) {
+    Finding f{NewLearned(Kind::kFast, 0, who)};
+    Describe(f.rule, Kind::kFast, 0, all, nullptr, who, c);
+    return f;
+  }
+  unsigned mask = 0;
+  for (int d = 0; d < 7; ++d) {
+    Stats day = Measure(Kind::kFast, 1u << d, h, now, c);
+    if (day.total_n >= 2 &&
+        day.support_n >= c.thresholds.pretty_min_ratio * static_cast<double>(day.total_n)) {
+      mask |= 1u << d;
+    }
+  }
+  if (mask == 0 || mask == 0x7f) return std::nullopt;
+  Stats on = Measure(Kind::kFast, mask, h, now, c);
+  Stats off = Measure(Kind::kFast, 0x7f & ~mask, h, now, c);
+  if (!Qualifies(on, c.thresholds)) return std::nullopt;
+  if (off.total_n < 2 ||
+      off.support_n > c.other_days_max_ratio * static_cast<double>(off.total_n)) {
+    return std::nullopt;  // no sign that the day matters
+  }
+  Finding f{NewLearned(Kind::kFast, mask, who)};
+  Describe(f.rule, Kind::kFast, mask, on, &off, who, c);
+  return f;
+}
+
+std::optional<Finding> FindQuiet(const History& h, const Entity& who, TimePoint now,
+                                 const LearningConfig& c) {
+  for (Kind kind : {Kind::kSilent, Kind::kSlow}) {
+    Stats s = Measure(kind, 0, h, now, c);
+    if (!Qualifies(s, c.thresholds)) continue;
+    Finding f{NewLearned(kind, 0, who)};
+    Describe(f.rule, kind, 0, s, nullptr, who, c);
+    return f;
+  }
+  return std::nullopt;
+}
+
+// "fast:entity_..." -> (fast, entity_...).
+std::optional<std::pair<Kind, std::string>> SplitPattern(const std::string& pattern) {
+  size_t colon = pattern.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  auto kind = KindFromName(std::string_view(pattern).substr(0, colon));
+  if (!kind) return std::nullopt;
+  return std::make_pair(*kind, pattern.substr(colon + 1));
+}
+
+// Over the last `days` days: the counterparty's received messages the rule matches, and
+// how many triage classed differently from the rule (by the class they got).
+json Backtest(const Rule& r, const History& h,
+              const std::unordered_map<std::string, TriageClass>& got, TimePoint now,
+              const LearningConfig& c) {
+  TimePoint from = now - std::chrono::days(c.backtest_days);
+  int messages = 0, changed = 0;
+  json from_class = json::object();
+  for (const Observation& o : h.received) {
+    if (o.msg->occurred_at < from || !InMask(r.when.weekdays, o.weekday)) continue;
+    ++messages;
+    auto it = got.find(o.msg->id);
+    if (it == got.end() || it->second == *r.then.triage_class) continue;
+    ++changed;
+    std::string k(Name(it->second));
+    from_class[k] = from_class.value(k, 0) + 1;
+  }
+  return {{"days", c.backtest_days},
+          {"messages", messages},
+          {"would_change", changed},
+          {"changed_from", from_class},
+          {"to", Name(*r.then.triage_class)}};
+}
+
+}  // namespace
+
+namespace {
+
+// Every pattern the histories support, sorted by pattern.
+std::vector<Finding> FindIn(const std::unordered_map<std::string, History>& histories,
+                            const std::map<std::string, Entity>& entities, TimePoint now,
+                            const LearningConfig& config) {
+  std::vector<Finding> out;
+  for (const auto& [entity_id, h] : histories) {
+    auto who = entities.find(entity_id);
+    if (who == entities.end()) continue;
+    if (auto f = FindFast(h, who->second, now, config)) out.push_back(std::move(*f));
+    if (auto f = FindQuiet(h, who->second, now, config)) out.push_back(std::move(*f));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Finding& a, const Finding& b) { return a.rule.pattern < b.rule.pattern; });
+  return out;
+}
+
+}  // namespace
+
+std::vector<Finding> FindPatterns(const std::vector<MessageFact>& messages,
+                                  const std::map<std::string, Entity>& entities,
+                                  const WorkspaceSettings& settings, TimePoint now,
+                                  const LearningConfig& config) {
+  return FindIn(Observe(messages, settings, now, config), entities, now, config);
+}
+
+namespace {
+
+bool ReevaluateWith(Rule& r, const std::unordered_map<std::string, History>& histories,
+                    const std::map<std::string, Entity>& entities, TimePoint now,
+                    const LearningConfig& c) {
+  auto split = SplitPattern(r.pattern);
+  if (!split) return false;
+  auto who = entities.find(split->second);
+  if (who == entities.end()) return false;
+  static const History kNone;
+  auto it = histories.find(split->second);
+  const History& h = it == histories.end() ? kNone : it->second;
+  unsigned mask = r.when.weekdays;
+  Stats s = Measure(split->first, mask, h, now, c);
+  std::string name = r.name;
+  if (split->first == Kind::kFast && mask != 0) {
+    Stats off = Measure(Kind::kFast, 0x7f & ~mask, h, now, c);
+    Describe(r, split->first, mask, s, &off, who->second, c);
+  } else {
+    Describe(r, split->first, mask, s, nullptr, who->second, c);
+  }
+  r.name = name;  // a rule keeps the name it was proposed (or edited) under
+  return true;
+}
+
+}  // namespace
+
+bool Reevaluate(Rule& r, const std::vector<MessageFact>& messages,
+                const std::map<std::string, Entity>& entities, const WorkspaceSettings& settings,
+                TimePoint now, const LearningConfig& config) {
+  return ReevaluateWith(r, Observe(messages, settings, now, config), entities, now, config);
+}
+
+namespace {
+
+bool SameEvidence(const Rule& a, const Rule& b) {
+  return a.summary == b.summary && a.evidence == b.evidence &&
+         a.contradiction_evidence == b.contradiction_evidence && a.support == b.support &&
+         a.contradictions == b.contradictions && RuleDefinitionJson(a) == RuleDefinitionJson(b) &&
+         a.backtest == b.backtest;
+}
+
+// One change a pass makes to the store, worked out in a read transaction and written in a
+// short write transaction (so that a pass over a long history never holds up writers).
+struct Change {
+  Rule rule;
+  bool insert = false;
+  std::optional<TimePoint> retired_at;
+  std::optional<DecisionClass> decision;  // and its payload summary:
+  std::string what;
+};
+
+Status Decide(WriteTx& tx, const Clock& clock, const Workspace& ws, TimePoint now,
+              const std::string& trace_id, const LearningConfig& config, DecisionClass cls,
+              const Rule& r, const std::string& what) {
+  Decision d;
+  d.id = NewId("dec_", clock);
+  d.workspace_id = ws.id;
+  d.decision_class = cls;
+  d.status = DecisionStatus::kRecorded;
+  d.occurred_at = now;
+  auto split = SplitPattern(r.pattern);
+  if (split) d.entity_id = split->second;
+  d.payload_summary = what;
+  d.rule_id = r.id;
+  d.rule_summary = r.summary;
+  d.confidence = ConfidenceLabel(r, config.thresholds);
+  d.trace_id = trace_id;
+  d.agent_version = ws.agent_version;
+  d.world_version = ws.world_version;
+  d.source_episode_ids = r.evidence;
+  json details = json::object();
+  details["pattern"] = r.pattern;
+  details["rule_name"] = r.name;
+  details["when"] = RuleWhenJson(r);
+  details["then"] = {{"triage", Name(*r.then.triage_class)}};
+  details["support"] = r.support;
+  details["contradictions"] = r.contradictions;
+  details["contradiction_evidence"] = r.contradiction_evidence;
+  details["backtest"] = r.backtest;
+  d.details_json = DumpJson(details);
+  return tx.decisions().Insert(d);
+}
+
+// What the learned rules of a workspace look like, to tell whether they changed between a
+// pass's read and its write.
+std::string Fingerprint(const std::vector<Rule>& rules) {
+  std::string out;
+  for (const Rule& r : rules) {
+    if (r.origin != RuleOrigin::kLearned) continue;
+    out += r.id + ' ' + std::string(Name(r.status)) + ' ' + std::to_string(r.support) + ' ' +
+           std::to_string(r.contradictions) + ' ' + r.summary + '\n';
+  }
+  return out;
+}
+
+// The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
+Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
+            TimePoint now, std::vector<Change>* changes, bool* rules_changed,
+            std::string* fingerprint) {
+  auto settings = tx.workspaces().Settings(ws_id);
+  if (!settings.ok()) return settings.status();
+  auto messages = tx.episodes().MessagesSince(ws_id, now - std::chrono::days(config.lookback_days));
+  if (!messages.ok()) return messages.status();
+  auto stored = tx.rules().List(ws_id, /*active_only=*/false);
+  if (!stored.ok()) return stored.status();
+  *fingerprint = Fingerprint(*stored);
+
+  std::map<std::string, Entity> entities;
+  auto load_entity = [&](const std::string& id) -> Status {
+    if (entities.count(id)) return Status::Ok();
+    auto e = tx.entities().Get(ws_id, id);
+    if (!e.ok()) return e.status();
+    entities.emplace(id, std::move(*e));
+    return Status::Ok();
+  };
+  for (const MessageFact& m : *messages) CORTEX_RETURN_IF_ERROR(load_entity(m.entity_id));
+  // The current row of each pattern: the newest.
+  std::map<std::string, Rule*> current;
+  for (Rule& r : *stored) {
+    if (r.origin != RuleOrigin::kLearned || r.pattern.empty()) continue;
+    Rule*& slot = current[r.pattern];
+    if (slot == nullptr || slot->id < r.id) slot = &r;
+    if (auto split = SplitPattern(r.pattern)) {
+      Status s = load_entity(split->second);
+      if (!s.ok() && s.code() != Code::kNotFound) return s;
+    }
+  }
+
+  auto histories = Observe(*messages, *settings, now, config);
+  std::vector<Finding> findings = FindIn(histories, entities, now, config);
+
+  // What triage did with the messages of the backtest window.
+  std::unordered_map<std::string, TriageClass> got;
+  {
+    std::set<std::string> recent;
+    TimePoint from = now - std::chrono::days(config.backtest_days);
+    for (const MessageFact& m : *messages) {
+      if (!m.sent && m.occurred_at >= from) recent.insert(m.id);
+    }
+    if (!recent.empty()) {
+      auto classes = tx.episodes().NotifiedClasses(ws_id, from);
+      if (!classes.ok()) return classes.status();
+      for (auto& [ep, cls] : *classes) {
+        if (recent.count(ep)) got.emplace(std::move(ep), cls);
+      }
+    }
+  }
+  auto backtest = [&](Rule& r) {
+    auto split = SplitPattern(r.pattern);
+    static const History kNone;
+    auto it = split ? histories.find(split->second) : histories.end();
+    r.backtest = Backtest(r, it == histories.end() ? kNone : it->second, got, now, config);
+  };
+
+  std::set<std::string> seen;
+  for (Finding& f : findings) {
+    seen.insert(f.rule.pattern);
+    auto it = current.find(f.rule.pattern);
+    Rule* cur = it == current.end() ? nullptr : it->second;
+    bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
+                   (cur->status == RuleStatus::kRejected &&
+                    f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
+    if (propose) {
+      Rule r = std::move(f.rule);
+      r.id = NewId("rul_", clock);
+      r.workspace_id = ws_id;
+      r.created_at = now;
+      backtest(r);
+      std::string what = "Proposed a learned rule: " + r.summary;
+      if (config.auto_accept_strong && ConfidenceLabel(r, config.thresholds) == "strong_pattern") {
+        // [learning] auto_accept_strong: in force at once, as if the person had accepted it.
+        r.status = RuleStatus::kActive;
+        r.active = true;
+        *rules_changed = true;
+        what =
+            "Proposed a learned rule and put it in force (a strong pattern, and "
+            "[learning] auto_accept_strong is on): " +
+            r.summary;
+      }
+      changes->push_back({std::move(r), true, std::nullopt, DecisionClass::kRuleProposed, what});
+      continue;
+    }
+    if (cur->status == RuleStatus::kProposed) {
+      // A proposal follows the pattern as it now stands (its days may change).
+      Rule r = *cur;
+      Rule& n = f.rule;
+      r.when = n.when;
+      r.then = n.then;
+      r.summary = n.summary;
+      r.evidence = n.evidence;
+      r.contradiction_evidence = n.contradiction_evidence;
+      r.support = n.support;
+      r.contradictions = n.contradictions;
+      backtest(r);
+      if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+    }
+  }
+  // Active learned rules are checked against the evidence as it now stands; proposals
+  // the evidence no longer supports are withdrawn.
+  for (auto& [pattern, cur] : current) {
+    bool active = cur->status == RuleStatus::kActive;
+    bool withdrawn = cur->status == RuleStatus::kProposed && !seen.count(pattern);
+    if (!active && !withdrawn) continue;
+    Rule r = *cur;
+    if (!ReevaluateWith(r, histories, entities, now, config)) continue;
+    backtest(r);
+    if (withdrawn || ConfidenceLabel(r, config.thresholds) == "just_guessing") {
+      r.status = RuleStatus::kRetired;
+      r.active = false;
+      std::string why = active ? "Retired the learned rule '" + r.name +
+                                     "': its evidence no longer holds (support " +
+                                     std::to_string(r.support) + ", contradictions " +
+                                     std::to_string(r.contradictions) + "). " + r.summary
+                               : "Withdrew the proposed rule '" + r.name +
+                                     "': its evidence no longer holds. " + r.summary;
+      changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      *rules_changed = *rules_changed || active;
+      continue;
+    }
+    if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
+                          const LearningConfig& config) {
+  // A person may accept or reject a rule (or another pass may write) between this pass's
+  // read and its write: then the pass starts over, a few times at most.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    TimePoint now = clock.Now();
+    std::vector<Change> changes;
+    bool rules_changed = false;
+    std::string fingerprint;
+    CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
+      changes.clear();
+      rules_changed = false;
+      return Plan(tx, clock, ws_id, config, now, &changes, &rules_changed, &fingerprint);
+    }));
+    LearnReport report;
+    bool raced = false;
+    Status st = store.Write([&](WriteTx& tx) -> Status {
+      report = LearnReport{};
+      raced = false;
+      // Passes of several instances (PostgreSQL) write one after another, and the second
+      // sees the first's rules: it starts over instead of proposing them twice.
+      if (!changes.empty()) CORTEX_RETURN_IF_ERROR(tx.workspaces().Lock(ws_id));
+      auto ws = tx.workspaces().Get(ws_id);
+      if (!ws.ok()) return ws.status();
+      report.agent_version = ws->agent_version;
+      if (changes.empty()) return Status::Ok();
+      auto stored = tx.rules().List(ws_id, /*active_only=*/false);
+      if (!stored.ok()) return stored.status();
+      if (Fingerprint(*stored) != fingerprint) {
+        raced = true;
+        return Status::Ok();
+      }
+      std::string trace_id = NewId("trc_", clock);
+      // Decisions are made under the version before the pass; rules put in force by it
+      // carry the version it makes.
+      std::string av = ws->agent_version;
+      if (rules_changed) av = NewIdAfter("av_", clock, ws->agent_version);
+      for (Change& c : changes) {
+        if (c.insert && c.rule.status == RuleStatus::kActive) c.rule.activated_version = av;
+        if (c.insert) {
+          CORTEX_RETURN_IF_ERROR(tx.rules().Insert(c.rule));
+        } else {
+          CORTEX_RETURN_IF_ERROR(tx.rules().Update(c.rule, c.retired_at));
+        }
+        if (c.decision) {
+          CORTEX_RETURN_IF_ERROR(
+              Decide(tx, clock, *ws, now, trace_id, config, *c.decision, c.rule, c.what));
+        }
+        if (c.insert) {
+          ++report.proposed;
+        } else if (c.decision == DecisionClass::kRuleRetired) {
+          ++report.retired;
+        } else {
+          ++report.updated;
+        }
+      }
+      if (rules_changed) {
+        report.agent_version = av;
+        CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, av));
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    if (!raced) return report;
+    if (attempt == kAttempts) {
+      return Status::Unavailable("the workspace's rules kept changing during the pass");
+    }
+  }
+}
+
+namespace {
+
+Result<Rule> Decide(Store& store, const Clock& clock, const std::string& ws_id,
+                    const std::string& rule_id, bool accept) {
+  Rule out;
+  Status st = store.Write([&](WriteTx& tx) -> Status {
+    auto rule = tx.rules().Get(ws_id, rule_id);
+    if (!rule.ok()) return rule.status();
+    Rule r = *rule;
+    if (r.origin != RuleOrigin::kLearned) {
+      return Status::InvalidArgument("rule " + rule_id + " (" + r.name +
+                                     ") is a person's rule: change it in the rules file "
+                                     "(cortex rules import)");
+    }
+    bool was_active = r.status == RuleStatus::kActive;
+    if (accept && r.status != RuleStatus::kProposed && r.status != RuleStatus::kRejected) {
+      return Status::Conflict("rule " + rule_id + " is " + std::string(Name(r.status)) +
+                              ": only a proposed or rejected rule can be accepted");
+    }
+    if (!accept && r.status != RuleStatus::kProposed && r.status != RuleStatus::kActive) {
+      return Status::Conflict("rule " + rule_id + " is " + std::string(Name(r.status)) +
+                              ": only a proposed or active rule can be rejected");
+    }
+    auto ws = tx.workspaces().Get(ws_id);
+    if (!ws.ok()) return ws.status();
+    std::optional<TimePoint> retired_at;
+    if (accept) {
+      r.status = RuleStatus::kActive;
+    } else {
+      r.status = RuleStatus::kRejected;
+      r.rejected_support = std::max<int64_t>(r.support, 1);
+      retired_at = clock.Now();
+    }
+    if (accept || was_active) {
+      std::string av = NewIdAfter("av_", clock, ws->agent_version);
+      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetAgentVersion(ws_id, av));
+      if (accept) r.activated_version = av;
+    }
+    r.active = r.status == RuleStatus::kActive;
+    CORTEX_RETURN_IF_ERROR(tx.rules().Update(r, retired_at));
+    out = std::move(r);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+std::string Clock24(int minute) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%02d:%02d", (minute / 60) % 100, minute % 60);
+  return buf;
+}
+
+}  // namespace
+
+Result<Rule> AcceptRule(Store& store, const Clock& clock, const std::string& ws_id,
+                        const std::string& rule_id) {
+  return Decide(store, clock, ws_id, rule_id, /*accept=*/true);
+}
+
+Result<Rule> RejectRule(Store& store, const Clock& clock, const std::string& ws_id,
+                        const std::string& rule_id) {
+  return Decide(store, clock, ws_id, rule_id, /*accept=*/false);
+}
+
+json RuleWhenJson(const Rule& r) {
+  const RuleConditions& c = r.when;
+  json when = json::object();
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    if (!v.empty()) when[key] = v;
+  };
+  list("signals", c.signals);
+  list("not_signals", c.not_signals);
+  list("tags", c.tags);
+  list("counterparty", c.counterparties);
+  list("channel", c.channels);
+  list("words", c.words);
+  if (c.from_minute && c.until_minute) {
+    when["hours"] = Clock24(*c.from_minute) + "-" + Clock24(*c.until_minute);
+  }
+  if (c.weekdays != 0) {
+    json days = json::array();
+    for (int d = 0; d < 7; ++d) {
+      if (c.weekdays & (1u << d)) days.push_back(kDayNames[d]);
+    }
+    when["weekdays"] = days;
+  }
+  return when;
+}
+
+}  // namespace cortex

@@ -1,0 +1,542 @@
+#include "engines/learning.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/time.h"
+#include "engines/ingest.h"
+#include "engines/tokens.h"
+#include "store/decisions.h"
+#include "store/entities.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
+#include "testing/planted_world.h"
+#include "testing/temp_store.h"
+
+namespace cortex {
+namespace {
+
+using nlohmann::json;
+using testing::MakePlantedWorld;
+using testing::PlantedWorld;
+using testing::PlantedWorldOptions;
+using testing::Score;
+
+const unsigned kTue = 1u << 1;
+
+std::map<std::string, Entity> ById(const std::vector<Entity>& entities) {
+  std::map<std::string, Entity> out;
+  for (const Entity& e : entities) out[e.id] = e;
+  return out;
+}
+
+std::string EntityOf(const Rule& r) { return r.pattern.substr(r.pattern.find(':') + 1); }
+std::string KindOf(const Rule& r) { return r.pattern.substr(0, r.pattern.find(':')); }
+
+Score ScoreFindings(const PlantedWorld& w, const std::vector<Finding>& findings) {
+  Score s;
+  s.planted = static_cast<int>(w.truth.size());
+  for (const Finding& f : findings) {
+    ++s.found;
+    auto it = w.truth.find(EntityOf(f.rule));
+    if (it != w.truth.end() && it->second.kind == KindOf(f.rule) &&
+        it->second.weekdays == f.rule.when.weekdays) {
+      ++s.correct;
+    }
+  }
+  return s;
+}
+
+// A small hand-made history: message_received/message_sent lines for one counterparty.
+struct Script {
+  std::vector<MessageFact> messages;
+  int n = 0;
+  void Exchange(const std::string& at, std::optional<std::chrono::minutes> reply,
+                const std::string& who = "entity_a") {
+    TimePoint t = *ParseTime(at);
+    std::string thread = "t" + std::to_string(n);
+    messages.push_back({"ep_r" + std::to_string(n), false, t, who, thread});
+    if (reply) messages.push_back({"ep_s" + std::to_string(n), true, t + *reply, who, thread});
+    ++n;
+  }
+};
+
+const TimePoint kNow = *ParseTime("2026-06-30T12:00:00Z");  // a Tuesday
+
+std::map<std::string, Entity> Alice() {
+  Entity a;
+  a.id = "entity_a";
+  a.name = "Alice Moss";
+  return {{a.id, a}};
+}
+
+TEST(FindPatterns, PlantedWorldsArePrecisionAndRecallAbove90Percent) {
+  // The figures in docs/learning.md come from these seeds.
+  Score total;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    PlantedWorldOptions o;
+    o.seed = seed;
+    o.now = kNow;
+    PlantedWorld w = MakePlantedWorld(o);
+    Score s = ScoreFindings(w, FindPatterns(w.messages, ById(w.entities), {}, kNow, {}));
+    total.found += s.found;
+    total.correct += s.correct;
+    total.planted += s.planted;
+  }
+  std::cout << "planted worlds: found " << total.found << ", correct " << total.correct
+            << ", planted " << total.planted << ": precision " << total.Precision() << ", recall "
+            << total.Recall() << "\n";
+  EXPECT_GE(total.Precision(), 0.95);
+  EXPECT_GE(total.Recall(), 0.9);
+}
+
+// With three weeks of two messages a week, a weekday pattern has too few messages to
+// show: recall drops (the misses are weekday patterns), precision does not.
+TEST(FindPatterns, ShortHistoriesMissWeekdayPatternsButInventNothing) {
+  Score total;
+  std::map<std::string, int> missed, wrong;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    PlantedWorldOptions o;
+    o.seed = seed;
+    o.now = kNow;
+    o.weeks = 3;
+    o.messages_per_week = 2;
+    PlantedWorld w = MakePlantedWorld(o);
+    auto findings = FindPatterns(w.messages, ById(w.entities), {}, kNow, {});
+    Score s = ScoreFindings(w, findings);
+    total.found += s.found;
+    total.correct += s.correct;
+    total.planted += s.planted;
+    std::set<std::string> hit;
+    for (const Finding& f : findings) {
+      hit.insert(EntityOf(f.rule));
+      auto it = w.truth.find(EntityOf(f.rule));
+      if (it == w.truth.end()) {
+        ++wrong["unplanted " + KindOf(f.rule)];
+      } else if (it->second.kind != KindOf(f.rule) || it->second.weekdays != f.rule.when.weekdays) {
+        ++wrong[it->second.kind + (it->second.weekdays ? "+days" : "") + " found as " +
+                KindOf(f.rule) + (f.rule.when.weekdays ? "+days" : "")];
+      }
+    }
+    for (const auto& [entity, planted] : w.truth) {
+      if (!hit.count(entity)) ++missed[planted.kind + (planted.weekdays ? "+days" : "")];
+    }
+  }
+  std::cout << "short histories: found " << total.found << ", correct " << total.correct
+            << ", planted " << total.planted << ": precision " << total.Precision() << ", recall "
+            << total.Recall() << "; missed:";
+  for (const auto& [kind, n] : missed) std::cout << " " << kind << " " << n;
+  std::cout << "; wrong:";
+  for (const auto& [kind, n] : wrong) std::cout << " [" << kind << "] " << n;
+  std::cout << "\n";
+  EXPECT_GE(total.Precision(), 0.9);
+  EXPECT_GE(total.Recall(), 0.8);
+}
+
+TEST(FindPatterns, EachPlantedKindIsFoundWithItsDays) {
+  PlantedWorldOptions o;
+  o.seed = 7;
+  o.now = kNow;
+  PlantedWorld w = MakePlantedWorld(o);
+  auto findings = FindPatterns(w.messages, ById(w.entities), {}, kNow, {});
+  std::map<std::string, const Rule*> found;
+  for (const Finding& f : findings) found[EntityOf(f.rule)] = &f.rule;
+  for (const auto& [entity, planted] : w.truth) {
+    ASSERT_TRUE(found.count(entity)) << entity << " (" << planted.kind << ") not found";
+    const Rule& r = *found[entity];
+    EXPECT_EQ(KindOf(r), planted.kind) << r.summary;
+    EXPECT_EQ(r.when.weekdays, planted.weekdays) << r.summary;
+    EXPECT_EQ(r.origin, RuleOrigin::kLearned);
+    EXPECT_EQ(r.status, RuleStatus::kProposed);
+    EXPECT_EQ(r.when.counterparties, std::vector<std::string>{entity});
+    TriageClass want = planted.kind == "fast"   ? TriageClass::kInterruptNow
+                       : planted.kind == "slow" ? TriageClass::kDailyDigest
+                                                : TriageClass::kHandleSilently;
+    EXPECT_EQ(*r.then.triage_class, want);
+    EXPECT_GE(r.support, 3);
+    EXPECT_EQ(r.evidence.size() > 0, true);
+  }
+  // Noise (two messages, one fast, one late) yields nothing. (A counterparty answered after
+  // a random delay may, by chance, look slow: docs/learning.md.)
+  for (const Entity& e : w.entities) {
+    if (e.name.rfind("Noise", 0) == 0) {
+      EXPECT_FALSE(found.count(e.id)) << e.name << ": " << found[e.id]->summary;
+    }
+  }
+}
+
+TEST(FindPatterns, TuesdaysOnlyGivesAWeekdayRuleWithASentence) {
+  Script s;
+  // Four Tuesdays answered within the hour; Thursdays answered two days later.
+  for (const char* day : {"2026-06-02", "2026-06-09", "2026-06-16", "2026-06-23"}) {
+    s.Exchange(std::string(day) + "T10:00:00Z", std::chrono::minutes(20));
+  }
+  for (const char* day : {"2026-06-04", "2026-06-11", "2026-06-18"}) {
+    s.Exchange(std::string(day) + "T10:00:00Z", std::chrono::minutes(50 * 60));
+  }
+  auto findings = FindPatterns(s.messages, Alice(), {}, kNow, {});
+  ASSERT_EQ(findings.size(), 1u);
+  const Rule& r = findings[0].rule;
+  EXPECT_EQ(r.when.weekdays, kTue);
+  EXPECT_EQ(*r.then.triage_class, TriageClass::kInterruptNow);
+  EXPECT_EQ(r.name, "learned-fast-alice-moss-tue");
+  EXPECT_EQ(r.summary,
+            "Reply to Alice Moss quickly on Tuesdays: you answered all 4 of 4 within 3 hours (0 "
+            "of 3 on other days).");
+  EXPECT_EQ(r.evidence, (std::vector<std::string>{"ep_r3", "ep_r2", "ep_r1", "ep_r0"}));
+  EXPECT_TRUE(r.contradiction_evidence.empty());
+  EXPECT_EQ(ConfidenceLabel(r, {}), "pretty_sure");
+  EXPECT_EQ(RuleWhenJson(r), json::parse(R"({"counterparty":["entity_a"],"weekdays":["tue"]})"));
+}
+
+TEST(FindPatterns, NoiseYieldsNoRule) {
+  Script s;
+  s.Exchange("2026-06-02T10:00:00Z", std::chrono::minutes(10));
+  s.Exchange("2026-06-09T10:00:00Z", std::chrono::minutes(3000));
+  EXPECT_TRUE(FindPatterns(s.messages, Alice(), {}, kNow, {}).empty());
+}
+
+TEST(FindPatterns, PendingMessagesAreNoEvidence) {
+  Script s;
+  // Three fast answers, then two messages from the last hours not answered yet.
+  for (const char* at : {"2026-06-22T10:00:00Z", "2026-06-23T10:00:00Z", "2026-06-24T10:00:00Z"})
+    s.Exchange(at, std::chrono::minutes(10));
+  s.Exchange("2026-06-30T09:00:00Z", std::nullopt);
+  s.Exchange("2026-06-30T10:00:00Z", std::nullopt);
+  auto findings = FindPatterns(s.messages, Alice(), {}, kNow, {});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule.contradictions, 0);
+  EXPECT_EQ(findings[0].rule.summary,
+            "Interrupt for Alice Moss: you answered all 3 of 3 of their messages within 3 hours.");
+}
+
+TEST(FindPatterns, OldBehaviourCountsLess) {
+  // A year ago: ten fast answers. Lately: four answered two days later. Counted flat this
+  // would be 10 of 14 fast (and no digest rule); with a 90-day half-life the old answers
+  // weigh ~0.06 each, and the recent slowness decides.
+  Script s;
+  for (int i = 0; i < 10; ++i) {
+    s.Exchange(FormatTime(*ParseTime("2025-06-02T10:00:00Z") + std::chrono::days(i)),
+               std::chrono::minutes(10));
+  }
+  for (const char* day : {"2026-06-01", "2026-06-08", "2026-06-15", "2026-06-22"}) {
+    s.Exchange(std::string(day) + "T10:00:00Z", std::chrono::minutes(50 * 60));
+  }
+  LearningConfig c;
+  c.lookback_days = 400;
+  auto findings = FindPatterns(s.messages, Alice(), {}, kNow, c);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule.pattern, "slow:entity_a");
+  EXPECT_EQ(findings[0].rule.contradictions, 1);  // ten fast answers, a year old, weigh ~0.6
+  EXPECT_EQ(findings[0].rule.support, 3);         // four late ones, one to four weeks old
+}
+
+// --- Passes over a store ---
+
+class LearnTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ws_ = *EnsureWorkspace(*store_, clock_, "alpha"); }
+
+  void Ingest(const std::string& jsonl) {
+    auto r = IngestJsonl(*store_, clock_, ws_.id, jsonl);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // One exchange with `who`: their message at `at`, answered `reply` minutes later.
+  void Exchange(const std::string& who, TimePoint at, std::optional<int> reply) {
+    std::string thread = "t" + std::to_string(n_++);
+    json in = {{"type", "episode"},   {"kind", "message_received"}, {"occurred_at", FormatTime(at)},
+               {"counterparty", who}, {"subject", "Hello"},         {"summary", "Hello"},
+               {"thread", thread}};
+    std::string lines = in.dump() + "\n";
+    if (reply) {
+      json out = in;
+      out["kind"] = "message_sent";
+      out["occurred_at"] = FormatTime(at + std::chrono::minutes(*reply));
+      lines += out.dump() + "\n";
+    }
+    Ingest(lines);
+  }
+
+  LearnReport Learn() {
+    auto r = cortex::Learn(*store_, clock_, ws_.id, {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : LearnReport{};
+  }
+
+  std::vector<Rule> Rules() {
+    std::vector<Rule> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      out = *tx.rules().List(ws_.id, false);
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  }
+
+  std::vector<Decision> Decisions(DecisionClass cls) {
+    std::vector<Decision> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      DecisionFilter f;
+                      f.decision_class = cls;
+                      out = *tx.decisions().List(ws_.id, f, 100);
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  }
+
+  std::string AgentVersion() {
+    std::string av;
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      av = tx.workspaces().Get(ws_.id)->agent_version;
+                      return Status::Ok();
+                    })
+                    .ok());
+    return av;
+  }
+
+  // Four weeks of Tuesdays answered fast and Thursdays answered late, for `who`.
+  void TuesdayPerson(const std::string& who, TimePoint first_tuesday, int weeks = 4) {
+    for (int w = 0; w < weeks; ++w) {
+      TimePoint tue = first_tuesday + std::chrono::days(7 * w) + std::chrono::hours(10);
+      Exchange(who, tue, 15);
+      Exchange(who, tue + std::chrono::days(2), 50 * 60);
+    }
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-30T12:00:00Z")};
+  Workspace ws_;
+  int n_ = 0;
+};
+
+TEST_F(LearnTest, ProposesOnceWithADecisionAndEvidence) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  std::string av = AgentVersion();
+  LearnReport r = Learn();
+  EXPECT_EQ(r.proposed, 1);
+  EXPECT_EQ(r.retired, 0);
+  EXPECT_EQ(AgentVersion(), av) << "a proposal does not change what triage does";
+  auto rules = Rules();
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].status, RuleStatus::kProposed);
+  EXPECT_FALSE(rules[0].active);
+  EXPECT_EQ(rules[0].origin, RuleOrigin::kLearned);
+  EXPECT_EQ(rules[0].when.weekdays, kTue);
+  EXPECT_EQ(rules[0].evidence.size(), 4u);
+  // The Thursdays are not contradictions of a Tuesday rule.
+  EXPECT_EQ(rules[0].contradictions, 0);
+  EXPECT_EQ(rules[0].backtest["messages"], 4);
+  EXPECT_EQ(rules[0].backtest["would_change"], 4) << rules[0].backtest.dump();
+  EXPECT_EQ(rules[0].backtest["changed_from"]["daily_digest"], 4);
+  auto proposed = Decisions(DecisionClass::kRuleProposed);
+  ASSERT_EQ(proposed.size(), 1u);
+  EXPECT_EQ(proposed[0].rule_id, rules[0].id);
+  EXPECT_EQ(proposed[0].source_episode_ids, rules[0].evidence);
+  EXPECT_EQ(proposed[0].confidence, "pretty_sure");
+  EXPECT_NE(proposed[0].payload_summary.find("Reply to "), std::string::npos);
+
+  // A second pass over the same history changes nothing.
+  LearnReport again = Learn();
+  EXPECT_EQ(again.proposed, 0);
+  EXPECT_EQ(again.updated, 0);
+  EXPECT_EQ(Rules().size(), 1u);
+}
+
+TEST_F(LearnTest, AcceptedRuleDecidesTheNextMessageAndMovesAgentVersion) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  Learn();
+  std::string rule_id = Rules()[0].id;
+  std::string av = AgentVersion();
+  auto accepted = AcceptRule(*store_, clock_, ws_.id, rule_id);
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_EQ(accepted->status, RuleStatus::kActive);
+  EXPECT_NE(AgentVersion(), av);
+  EXPECT_EQ(accepted->activated_version, AgentVersion());
+  // The next Tuesday message from Jordan interrupts, by the learned rule.
+  Exchange("jordan@x.example", *ParseTime("2026-06-30T11:00:00Z"), std::nullopt);
+  auto triage = Decisions(DecisionClass::kTriage);
+  ASSERT_FALSE(triage.empty());
+  EXPECT_EQ(triage[0].rule_id, rule_id);
+  EXPECT_EQ(triage[0].triage_class, TriageClass::kInterruptNow);
+  EXPECT_EQ(triage[0].agent_version, AgentVersion());
+  // Accepting twice is a conflict; so is rejecting a rule that is not a learned one.
+  auto twice = AcceptRule(*store_, clock_, ws_.id, rule_id);
+  EXPECT_EQ(twice.status().code(), Code::kConflict);
+  auto none = AcceptRule(*store_, clock_, ws_.id, "rul_00000000000000000000000000");
+  EXPECT_EQ(none.status().code(), Code::kNotFound);
+}
+
+TEST_F(LearnTest, StrongPatternsGoInForceByThemselvesOnlyWhenConfigured) {
+  // Ten quick answers in the last two weeks: support 10, a strong pattern.
+  for (int d = 0; d < 10; ++d) {
+    Exchange("kim@x.example", *ParseTime("2026-06-16T10:00:00Z") + std::chrono::days(d), 5);
+  }
+  LearningConfig on;
+  on.auto_accept_strong = true;
+  std::string av = AgentVersion();
+  auto r = cortex::Learn(*store_, clock_, ws_.id, on);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->proposed, 1);
+  EXPECT_NE(r->agent_version, av);
+  auto rules = Rules();
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(ConfidenceLabel(rules[0], {}), "strong_pattern");
+  EXPECT_EQ(rules[0].status, RuleStatus::kActive);
+  EXPECT_TRUE(rules[0].active);
+  EXPECT_EQ(rules[0].activated_version, AgentVersion());
+  auto proposed = Decisions(DecisionClass::kRuleProposed);
+  ASSERT_EQ(proposed.size(), 1u);
+  EXPECT_NE(proposed[0].payload_summary.find("auto_accept_strong"), std::string::npos);
+  EXPECT_EQ(proposed[0].agent_version, av);
+}
+
+TEST_F(LearnTest, StrongPatternsWaitForThePersonByDefault) {
+  for (int d = 0; d < 10; ++d) {
+    Exchange("kim@x.example", *ParseTime("2026-06-16T10:00:00Z") + std::chrono::days(d), 5);
+  }
+  std::string av = AgentVersion();
+  LearnReport r = Learn();
+  EXPECT_EQ(r.proposed, 1);
+  EXPECT_EQ(r.agent_version, av);
+  EXPECT_EQ(Rules()[0].status, RuleStatus::kProposed);
+}
+
+TEST_F(LearnTest, PersonsRulesCannotBeAcceptedOrRejectedHere) {
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(rules:
+  - name: mine
+    summary: Mine.
+    when: { tags: vip }
+    then: { triage: interrupt_now })");
+  ASSERT_TRUE(imported.ok());
+  std::string id = Rules()[0].id;
+  auto r = RejectRule(*store_, clock_, ws_.id, id);
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("a person's rule"), std::string::npos);
+  EXPECT_EQ(Rules()[0].status, RuleStatus::kActive);
+}
+
+TEST_F(LearnTest, RejectedIsNotProposedAgainUntilItsEvidenceDoubles) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  Learn();
+  std::string first = Rules()[0].id;
+  int64_t support = Rules()[0].support;
+  ASSERT_GE(support, 3);
+  auto rejected = RejectRule(*store_, clock_, ws_.id, first);
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_EQ(rejected->status, RuleStatus::kRejected);
+  EXPECT_EQ(rejected->rejected_support, support);
+  // Two more Tuesdays: support 5 < twice that, still not proposed.
+  clock_.Set(*ParseTime("2026-07-14T12:00:00Z"));
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-30T00:00:00Z"), 2);
+  EXPECT_EQ(Learn().proposed, 0);
+  // Six more: support (decayed) 9: proposed again, as a new rule.
+  clock_.Set(*ParseTime("2026-08-25T12:00:00Z"));
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-07-14T00:00:00Z"), 6);
+  LearnReport r = Learn();
+  EXPECT_EQ(r.proposed, 1);
+  auto rules = Rules();
+  ASSERT_EQ(rules.size(), 2u);
+  int proposed = 0, rejected_n = 0;
+  for (const Rule& x : rules) {
+    proposed += x.status == RuleStatus::kProposed;
+    rejected_n += x.status == RuleStatus::kRejected;
+  }
+  EXPECT_EQ(proposed, 1);
+  EXPECT_EQ(rejected_n, 1);
+}
+
+TEST_F(LearnTest, ActiveRuleIsRetiredWhenThePersonStopsAnsweringFast) {
+  for (int d = 0; d < 4; ++d) {
+    Exchange("sam@x.example", *ParseTime("2026-06-22T10:00:00Z") + std::chrono::days(d), 10);
+  }
+  Learn();
+  ASSERT_EQ(Rules().size(), 1u);
+  ASSERT_TRUE(AcceptRule(*store_, clock_, ws_.id, Rules()[0].id).ok());
+  std::string av = AgentVersion();
+  // Then a month of answers two days late.
+  clock_.Set(*ParseTime("2026-07-31T12:00:00Z"));
+  for (int d = 0; d < 6; ++d) {
+    Exchange("sam@x.example", *ParseTime("2026-07-06T10:00:00Z") + std::chrono::days(3 * d),
+             50 * 60);
+  }
+  LearnReport r = Learn();
+  EXPECT_EQ(r.retired, 1);
+  EXPECT_NE(r.agent_version, av);
+  EXPECT_EQ(AgentVersion(), r.agent_version);
+  bool seen = false;
+  for (const Rule& x : Rules()) {
+    if (x.pattern.rfind("fast:", 0) != 0) continue;
+    seen = true;
+    EXPECT_EQ(x.status, RuleStatus::kRetired);
+    EXPECT_FALSE(x.active);
+    EXPECT_EQ(x.contradiction_evidence.size(), 6u);
+    EXPECT_EQ(ConfidenceLabel(x, {}), "just_guessing");
+  }
+  EXPECT_TRUE(seen);
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_NE(retired[0].payload_summary.find("no longer holds"), std::string::npos);
+  EXPECT_EQ(retired[0].agent_version, av) << "decided under the version before it";
+}
+
+TEST_F(LearnTest, NewslettersAreSilentAndWorkspacesApart) {
+  for (int w = 0; w < 5; ++w) {
+    Exchange("news@letter.example", *ParseTime("2026-06-01T07:00:00Z") + std::chrono::days(7 * w),
+             std::nullopt);
+  }
+  Workspace other = *EnsureWorkspace(*store_, clock_, "beta");
+  auto r = cortex::Learn(*store_, clock_, other.id, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->proposed, 0) << "beta has no history";
+  EXPECT_EQ(Learn().proposed, 1);
+  auto rules = Rules();
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(*rules[0].then.triage_class, TriageClass::kHandleSilently);
+  EXPECT_NE(rules[0].summary.find("you never wrote to them"), std::string::npos);
+  // beta cannot accept alpha's rule.
+  auto cross = AcceptRule(*store_, clock_, other.id, rules[0].id);
+  EXPECT_EQ(cross.status().code(), Code::kNotFound);
+}
+
+TEST_F(LearnTest, PlantedWorldThroughTheStore) {
+  PlantedWorldOptions o;
+  o.seed = 3;
+  o.weeks = 6;
+  o.now = clock_.Now();
+  PlantedWorld w = MakePlantedWorld(o);
+  Ingest(w.Jsonl());
+  LearnReport r = Learn();
+  // Map stored entity ids back to the world's.
+  std::map<std::string, std::string> world_id;
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    for (const Entity& e : w.entities) {
+                      auto stored = tx.entities().FindByIdentifier(ws_.id, e.identifiers[0]);
+                      if (!stored.ok()) return stored.status();
+                      world_id[stored->id] = e.id;
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  Score s;
+  s.planted = static_cast<int>(w.truth.size());
+  for (const Rule& x : Rules()) {
+    ++s.found;
+    auto it = w.truth.find(world_id[EntityOf(x)]);
+    if (it != w.truth.end() && it->second.kind == KindOf(x) &&
+        it->second.weekdays == x.when.weekdays)
+      ++s.correct;
+  }
+  EXPECT_EQ(r.proposed, s.found);
+  EXPECT_GE(s.Precision(), 0.9);
+  EXPECT_GE(s.Recall(), 0.85);
+}
+
+}  // namespace
+}  // namespace cortex

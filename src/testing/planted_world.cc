@@ -1,0 +1,171 @@
+#include "testing/planted_world.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/time.h"
+
+namespace cortex::testing {
+namespace {
+
+using std::chrono::days;
+using std::chrono::hours;
+using std::chrono::minutes;
+
+class Builder {
+ public:
+  Builder(const PlantedWorldOptions& o, PlantedWorld& w) : o_(o), w_(w), rng_(o.seed) {
+    // Monday 00:00 UTC of the first week: `weeks` whole weeks before the Monday of now's week.
+    int64_t day = std::chrono::floor<days>(o.now.time_since_epoch()).count();
+    int64_t monday = day - ((day + 3) % 7);  // 1970-01-01 was a Thursday
+    start_ = TimePoint(days(monday - 7 * int64_t{o.weeks}));
+  }
+
+  std::string AddEntity(const std::string& name) {
+    int n = static_cast<int>(w_.entities.size());
+    Entity e;
+    e.id = "entity_p" + std::to_string(n);
+    e.kind = "person";
+    e.name = name + " " + std::to_string(n);
+    e.identifiers = {"p" + std::to_string(n) + "@planted.example"};
+    w_.entities.push_back(e);
+    return e.id;
+  }
+
+  // A received message on `weekday` of `week` during working hours, and the person's
+  // answer `reply` later (none if negative). Only what happened before now is kept.
+  void Exchange(const std::string& entity, int week, int weekday, minutes reply) {
+    TimePoint at = start_ + days(7 * week + weekday) + hours(9) + minutes(Uniform(0, 8 * 60 - 1));
+    if (at >= o_.now) return;
+    std::string thread = "t" + std::to_string(threads_++);
+    Add(entity, false, at, thread);
+    if (reply.count() >= 0 && at + reply < o_.now) Add(entity, true, at + reply, thread);
+  }
+
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  const PlantedWorldOptions& o() const { return o_; }
+
+ private:
+  void Add(const std::string& entity, bool sent, TimePoint at, const std::string& thread) {
+    MessageFact m;
+    m.id = "ep_p" + std::to_string(w_.messages.size());
+    m.sent = sent;
+    m.occurred_at = at;
+    m.entity_id = entity;
+    m.thread = thread;
+    w_.messages.push_back(std::move(m));
+  }
+
+  const PlantedWorldOptions& o_;
+  PlantedWorld& w_;
+  std::mt19937 rng_;
+  TimePoint start_;
+  int threads_ = 0;
+};
+
+}  // namespace
+
+PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
+  PlantedWorld w;
+  Builder b(o, w);
+  const minutes kNever{-1};
+  auto fast = [&] { return minutes(b.Uniform(5, 60)); };
+  auto late = [&] { return minutes(b.Uniform(26 * 60, 72 * 60)); };
+  for (int i = 0; i < o.fast_all; ++i) {
+    std::string e = b.AddEntity("Fast");
+    w.truth[e] = {"fast", 0};
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.messages_per_week; ++m) b.Exchange(e, week, b.Uniform(0, 4), fast());
+    }
+  }
+  for (int i = 0; i < o.fast_days; ++i) {
+    std::string e = b.AddEntity("Weekday");
+    // One weekday, or two (every other counterparty).
+    int d1 = b.Uniform(0, 4);
+    unsigned mask = 1u << d1;
+    if (i % 2 == 1) mask |= 1u << ((d1 + 2) % 5);
+    w.truth[e] = {"fast", mask};
+    std::vector<int> on, off;
+    for (int d = 0; d < 5; ++d) ((mask & (1u << d)) ? on : off).push_back(d);
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.messages_per_week; ++m) {
+        if (m % 2 == 0) {
+          b.Exchange(e, week, on[b.Uniform(0, static_cast<int>(on.size()) - 1)], fast());
+        } else {
+          b.Exchange(e, week, off[b.Uniform(0, static_cast<int>(off.size()) - 1)], late());
+        }
+      }
+    }
+  }
+  for (int i = 0; i < o.slow; ++i) {
+    std::string e = b.AddEntity("Slow");
+    w.truth[e] = {"slow", 0};
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.messages_per_week; ++m) {
+        b.Exchange(e, week, b.Uniform(0, 4),
+                   b.Chance(0.7) ? minutes(b.Uniform(48 * 60, 96 * 60)) : kNever);
+      }
+    }
+  }
+  for (int i = 0; i < o.newsletters; ++i) {
+    std::string e = b.AddEntity("Newsletter");
+    w.truth[e] = {"silent", 0};
+    for (int week = 0; week < o.weeks; ++week) {
+      int n = b.Uniform(1, 2);
+      for (int m = 0; m < n; ++m) b.Exchange(e, week, b.Uniform(0, 6), kNever);
+    }
+  }
+  for (int i = 0; i < o.noise; ++i) {
+    std::string e = b.AddEntity("Noise");
+    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), fast());
+    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), late());
+  }
+  for (int i = 0; i < o.random; ++i) {
+    std::string e = b.AddEntity("Random");
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.messages_per_week; ++m) {
+        b.Exchange(e, week, b.Uniform(0, 4), minutes(b.Uniform(0, 48 * 60)));
+      }
+    }
+  }
+  if (o.filler_per_week > 0) {
+    std::vector<std::string> pool;
+    for (int i = 0; i < 200; ++i) pool.push_back(b.AddEntity("Filler"));
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.filler_per_week; ++m) {
+        b.Exchange(pool[b.Uniform(0, 199)], week, b.Uniform(0, 4), minutes(b.Uniform(0, 48 * 60)));
+      }
+    }
+  }
+  std::sort(w.messages.begin(), w.messages.end(), [](const MessageFact& a, const MessageFact& c) {
+    return a.occurred_at < c.occurred_at;
+  });
+  return w;
+}
+
+std::string PlantedWorld::Jsonl() const {
+  std::string out;
+  std::map<std::string, std::string> address;
+  for (const Entity& e : entities) {
+    address[e.id] = e.identifiers[0];
+    nlohmann::json line = {
+        {"type", "entity"}, {"name", e.name}, {"kind", e.kind}, {"identifiers", e.identifiers}};
+    out += line.dump() + "\n";
+  }
+  for (const MessageFact& m : messages) {
+    nlohmann::json line = {{"type", "episode"},
+                           {"kind", m.sent ? "message_sent" : "message_received"},
+                           {"occurred_at", FormatTime(m.occurred_at)},
+                           {"counterparty", address.at(m.entity_id)},
+                           {"subject", "Planted " + m.thread},
+                           {"summary", "Planted message"},
+                           {"thread", m.thread},
+                           {"external_id", m.id}};
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
+}  // namespace cortex::testing
