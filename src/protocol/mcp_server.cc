@@ -26,6 +26,9 @@ namespace {
 constexpr char kMetaVersion[] = "io.modelcontextprotocol/protocolVersion";
 constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
+constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
+// The 2025-11-25 era's error for a resource that does not exist (2026-07-28: -32602).
+constexpr int kLegacyResourceNotFound = -32002;
 
 // Whether client capabilities `caps` declare elicitation by form: `elicitation: {}` (form,
 // the default mode) or with `form` named.
@@ -46,6 +49,13 @@ const char* MetricMethod(const std::string& m) {
                                        "tools/list",
                                        "tools/call",
                                        "server/discover",
+                                       "resources/list",
+                                       "resources/templates/list",
+                                       "resources/read",
+                                       "prompts/list",
+                                       "prompts/get",
+                                       "completion/complete",
+                                       "logging/setLevel",
                                        "notifications/initialized",
                                        "notifications/cancelled"};
   for (const char* k : kKnown) {
@@ -88,6 +98,29 @@ const char* ErrorName(int code) {
     default:
       return "internal_error";
   }
+}
+
+// A catalog error (tools/catalog.h) as a JSON-RPC error.
+RpcFailure CatalogFailure(const Status& st) {
+  switch (st.code()) {
+    case Code::kNotFound:
+    case Code::kInvalidArgument:
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: " + st.message(), {}}};
+    case Code::kUnauthorized:
+      return RpcFailure{{rpc::kInvalidRequest, st.message(), {}}};
+    case Code::kUnavailable:
+      return RpcFailure{
+          {rpc::kInternalError, "Service unavailable: " + st.message() + "; retry", {}}};
+    default:
+      return RpcFailure{{rpc::kInternalError, st.message(), {}}};
+  }
+}
+
+// A string field of `params`, or nullptr.
+const std::string* StringParam(const json& params, const char* name) {
+  auto it = params.find(name);
+  if (it == params.end() || !it->is_string()) return nullptr;
+  return &it->get_ref<const std::string&>();
 }
 
 McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
@@ -275,9 +308,8 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
 
   json result;
   if (method == "server/discover") {
-    json caps = {{"tools", {{"listChanged", false}}}};
     result = {{"supportedVersions", SupportedVersions()},
-              {"capabilities", caps},
+              {"capabilities", Capabilities()},
               {"ttlMs", kListTtlMs},
               {"cacheScope", "public"}};
     if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
@@ -293,6 +325,11 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(called));
+  } else if (auto served = CatalogMethod(method, params, *req.auth, out, /*modern=*/true)) {
+    if (auto* f = std::get_if<RpcFailure>(&*served)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(*served));
   } else {
     return Fail(std::move(out), id, Disposition::kUnknownMethod,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
@@ -378,7 +415,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   } else if (method == "tools/call") {
     // Asking the user needs the call's own event stream to send the request on.
     bool elicits = session.client_elicits && req.accepts_stream;
-    auto called = CallTool(params, auth, out, /*modern=*/false, elicits);
+    std::string log_level = session.log_level;
+    if (req.transport == McpTransport::kStdio) {
+      std::lock_guard<std::mutex> lock(stdio_mu_);
+      log_level = stdio_log_level_;
+    }
+    auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level));
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -386,6 +428,17 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     if (result.value("resultType", "") == "input_required") {
       return HoldForAnswer(auth, id, result, std::move(out));
     }
+  } else if (method == "logging/setLevel") {
+    auto set = SetLogLevel(req, params);
+    if (auto* f = std::get_if<RpcFailure>(&set)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(set));
+  } else if (auto served = CatalogMethod(method, params, auth, out, /*modern=*/false)) {
+    if (auto* f = std::get_if<RpcFailure>(&*served)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(*served));
   } else {
     return Fail(std::move(out), id, Disposition::kReply,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
@@ -420,7 +473,7 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
       }
       if (full != nullptr) return Status::Ok();
       bool elicits = FormElicitation(params.value("capabilities", json::object()));
-      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits},
+      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits, ""},
                                   auth.token_id);
     });
     if (!st.ok()) {
@@ -442,16 +495,15 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
     }
   }
   out.new_session_id = session_id;
-  json result = {{"protocolVersion", version},
-                 {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                 {"serverInfo", server_info_}};
+  json result = {
+      {"protocolVersion", version}, {"capabilities", Capabilities()}, {"serverInfo", server_info_}};
   if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
   return result;
 }
 
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
-                                                   bool session_elicits) {
+                                                   bool session_elicits, int log_threshold) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -486,6 +538,12 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     }
   }
   if (!modern) ctx.client_elicits = session_elicits;
+  ctx.log_threshold = log_threshold;
+  if (modern && ctx.meta.is_object()) {
+    if (auto level = ctx.meta.find(kMetaLogLevel); level != ctx.meta.end() && level->is_string()) {
+      ctx.log_threshold = LogLevelIndex(level->get<std::string>());
+    }
+  }
   ToolReply reply = tools_.Call(*name, args, ctx);
   if (reply.is_error()) {
     const json& body = reply.body();
@@ -493,6 +551,133 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   }
   out.text_is_structured = !reply.is_raw();
   return std::move(reply).ToCallToolResult();
+}
+
+json McpServer::Capabilities() const {
+  json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
+  const Catalog& catalog = tools_.catalog();
+  if (catalog.has_resources()) caps["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  if (catalog.has_prompts()) caps["prompts"] = {{"listChanged", false}};
+  if (catalog.has_resources() || catalog.has_prompts()) caps["completions"] = json::object();
+  return caps;
+}
+
+std::variant<json, RpcFailure> McpServer::SetLogLevel(const McpRequest& req, const json& params) {
+  const std::string* level = StringParam(params, "level");
+  if (level == nullptr || LogLevelIndex(*level) < 0) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: level must be one of debug, info, notice, warning, "
+                       "error, critical, alert, emergency",
+                       {}}};
+  }
+  if (req.transport == McpTransport::kStdio) {
+    std::lock_guard<std::mutex> lock(stdio_mu_);
+    stdio_log_level_ = *level;
+    return json::object();
+  }
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    auto set = tx.sessions().SetLogLevel(req.auth->workspace_id, *req.session_id, *level);
+    if (!set.ok()) return set.status();
+    return *set ? Status::Ok() : Status::NotFound("Session not found");
+  });
+  if (st.code() == Code::kNotFound) {
+    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
+                      Disposition::kUnknownSession};
+  }
+  if (!st.ok()) {
+    spdlog::warn("logging/setLevel: {}", st.message());
+    return RpcFailure{
+        {rpc::kInternalError, "Service unavailable: the level cannot be kept now; retry", {}},
+        Disposition::kUnavailable};
+  }
+  return json::object();
+}
+
+std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std::string& method,
+                                                                       const json& params,
+                                                                       const AuthContext& auth,
+                                                                       McpResponse& out,
+                                                                       bool modern) {
+  const Catalog& catalog = tools_.catalog();
+  // List results hold no user data and change only with a release (2026-07-28 caching).
+  auto cacheable = [modern](json result) {
+    if (modern) {
+      result["ttlMs"] = kListTtlMs;
+      result["cacheScope"] = "public";
+    }
+    return result;
+  };
+  bool is_list = method == "resources/list" || method == "resources/templates/list" ||
+                 method == "prompts/list";
+  if (is_list && params.contains("cursor")) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: unknown cursor", {}}};
+  }
+  if (method == "resources/list") return cacheable({{"resources", catalog.ResourcesJson()}});
+  if (method == "resources/templates/list") {
+    return cacheable({{"resourceTemplates", catalog.TemplatesJson()}});
+  }
+  if (method == "prompts/list") return cacheable({{"prompts", catalog.PromptsJson()}});
+  if (method != "resources/read" && method != "prompts/get" && method != "completion/complete") {
+    return std::nullopt;
+  }
+  ToolContext ctx{
+      auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
+        out.notifications.push_back(std::move(n));
+      }};
+  if (method == "resources/read") {
+    const std::string* uri = StringParam(params, "uri");
+    if (uri == nullptr) {
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
+    }
+    auto read = catalog.Read(*uri, ctx);
+    if (read.status().code() == Code::kNotFound) {
+      out.status = "resource_not_found";
+      return RpcFailure{{modern ? rpc::kInvalidParams : kLegacyResourceNotFound,
+                         "Resource not found",
+                         {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
+    }
+    if (!read.ok()) return CatalogFailure(read.status());
+    json result = {{"contents", std::move(*read)}};
+    if (modern) {
+      // The caller's own data, as of now.
+      result["ttlMs"] = 0;
+      result["cacheScope"] = "private";
+    }
+    return result;
+  }
+  if (method == "prompts/get") {
+    const std::string* name = StringParam(params, "name");
+    if (name == nullptr) {
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
+    }
+    auto got = catalog.GetPrompt(*name, params.value("arguments", json(nullptr)), ctx);
+    if (!got.ok()) return CatalogFailure(got.status());
+    return std::move(*got);
+  }
+  // completion/complete
+  auto ref = params.find("ref");
+  auto argument = params.find("argument");
+  if (ref == params.end() || argument == params.end() || !argument->is_object() ||
+      StringParam(*argument, "name") == nullptr || StringParam(*argument, "value") == nullptr) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: \"ref\" and \"argument\" {name, value} are required",
+                       {}}};
+  }
+  const std::string& value = *StringParam(*argument, "value");
+  if (value.size() > limits::kMaxResourceUriChars) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: argument value too long", {}}};
+  }
+  Arguments context;
+  if (auto c = params.find("context"); c != params.end() && c->is_object()) {
+    if (auto a = c->find("arguments"); a != c->end() && a->is_object()) {
+      for (const auto& [k, v] : a->items()) {
+        if (v.is_string()) context[k] = v.get<std::string>();
+      }
+    }
+  }
+  auto completed = catalog.Complete(*ref, *StringParam(*argument, "name"), value, context, ctx);
+  if (!completed.ok()) return CatalogFailure(completed.status());
+  return json{{"completion", std::move(*completed)}};
 }
 
 Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) {

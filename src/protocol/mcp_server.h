@@ -162,7 +162,18 @@ class McpServer {
   // session's client declared elicitation). Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out,
-                                                    bool modern, bool session_elicits = false);
+                                                    bool modern, bool session_elicits = false,
+                                                    int log_threshold = -1);
+  // resources/*, prompts/* and completion/complete for either era; nullopt if `method` is
+  // none of them.
+  std::optional<std::variant<nlohmann::json, RpcFailure>> CatalogMethod(
+      const std::string& method, const nlohmann::json& params, const AuthContext& auth,
+      McpResponse& out, bool modern);
+  // logging/setLevel in a 2025-11-25 session.
+  std::variant<nlohmann::json, RpcFailure> SetLogLevel(const McpRequest& req,
+                                                       const nlohmann::json& params);
+  // The capabilities of initialize and server/discover.
+  nlohmann::json Capabilities() const;
   // A 2025-11-25 input-required tool result, sent as its elicitation/create request on a
   // held stream.
   McpResponse HoldForAnswer(const AuthContext& auth, const nlohmann::json& id,
@@ -183,6 +194,9 @@ class McpServer {
   CallQuotas call_quotas_;
   SessionLimits session_limits_;
   ActionConfig actions_;
+
+  std::mutex stdio_mu_;
+  std::string stdio_log_level_;  // the stdio session's (a process serves one)
 
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session

@@ -410,6 +410,12 @@ UPDATE decisions SET triage_class = CASE
 DROP INDEX decisions_by_class;
 CREATE INDEX decisions_by_class ON decisions(workspace_id, class, triage_class, id);
 )sql"},
+      {19, "a session's log level (logging/setLevel)", R"sql(
+-- A 2025-11-25 session's client may ask for log notifications from a level up; the level
+-- is the session's, kept with it so that every instance sending on it honours it. '': none
+-- asked for, none sent.
+ALTER TABLE mcp_sessions ADD COLUMN log_level TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

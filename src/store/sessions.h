@@ -40,6 +40,8 @@ class SessionsWriter : public SessionsReader {
   // `token_id`: the token that opened it (counted by CountFor).
   Status Insert(const McpSession& s, const std::string& token_id = "");
   Status Touch(const std::string& id, TimePoint at);
+  // Sets session `id`'s log level (logging/setLevel). False if `ws` has no session `id`.
+  Result<bool> SetLogLevel(const std::string& ws, const std::string& id, const std::string& level);
   // False if `ws` has no session `id`.
   Result<bool> Delete(const std::string& ws, const std::string& id);
   // Forgets sessions last used before `before`.

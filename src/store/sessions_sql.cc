@@ -14,7 +14,7 @@ std::string Stored(const std::string& id) { return Sha256Hex(id); }
 Result<std::optional<McpSession>> SessionsReader::Get(const std::string& id) {
   const std::string stored = Stored(id);
   Stmt s = s_.conn.Prepare(
-      "SELECT workspace_id, created_at, last_used, client_elicits FROM mcp_sessions"
+      "SELECT workspace_id, created_at, last_used, client_elicits, log_level FROM mcp_sessions"
       " WHERE id = ?");
   s.Bind(1, stored);
   Status st;
@@ -22,7 +22,7 @@ Result<std::optional<McpSession>> SessionsReader::Get(const std::string& id) {
     if (!st.ok()) return st;
     return std::optional<McpSession>();
   }
-  return std::optional(McpSession{id, s.Text(0), s.Time(1), s.Time(2), s.Int(3) != 0});
+  return std::optional(McpSession{id, s.Text(0), s.Time(1), s.Time(2), s.Int(3) != 0, s.Text(4)});
 }
 
 Result<int64_t> SessionsReader::Count(TimePoint since) {
@@ -74,6 +74,15 @@ Status SessionsWriter::Touch(const std::string& id, TimePoint at) {
   const std::string stored = Stored(id);
   Stmt s = s_.conn.Prepare("UPDATE mcp_sessions SET last_used = ? WHERE id = ? AND last_used < ?");
   return s.Bind(1, at).Bind(2, stored).Bind(3, at).Run();
+}
+
+Result<bool> SessionsWriter::SetLogLevel(const std::string& ws, const std::string& id,
+                                         const std::string& level) {
+  const std::string stored = Stored(id);
+  Stmt s =
+      s_.conn.Prepare("UPDATE mcp_sessions SET log_level = ? WHERE id = ? AND workspace_id = ?");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, level).Bind(2, stored).Bind(3, ws).Run());
+  return s_.conn.Changes() == 1;
 }
 
 Result<bool> SessionsWriter::Delete(const std::string& ws, const std::string& id) {

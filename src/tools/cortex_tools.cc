@@ -13,7 +13,7 @@ Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config) {
   CORTEX_RETURN_IF_ERROR(registry.Add(ActionApproveTool(config)));
   CORTEX_RETURN_IF_ERROR(registry.Add(ActionRejectTool(config)));
   CORTEX_RETURN_IF_ERROR(registry.Add(WhyThisActionTool()));
-  return Status::Ok();
+  return RegisterCortexResources(registry);
 }
 
 }  // namespace cortex

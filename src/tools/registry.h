@@ -13,6 +13,7 @@
 #include "core/json_schema.h"
 #include "engines/tokens.h"
 #include "store/store.h"
+#include "tools/catalog.h"
 #include "tools/tool_result.h"
 
 namespace cortex {
@@ -32,7 +33,20 @@ struct ToolContext {
   bool client_elicits = false;
   nlohmann::json input_responses = nullptr;  // params.inputResponses, or null
   std::string request_state = {};            // params.requestState, or empty
+  // The least severe level of log notifications the client asked for (an index into
+  // kLogLevels): logging/setLevel in a 2025-11-25 session, _meta's logLevel in a
+  // 2026-07-28 request. -1: it asked for none.
+  int log_threshold = -1;
 };
+
+// The MCP log levels (RFC 5424 severities), least severe first.
+inline constexpr const char* kLogLevels[] = {"debug", "info",     "notice", "warning",
+                                             "error", "critical", "alert",  "emergency"};
+// The index of `level` in kLogLevels, or -1.
+int LogLevelIndex(std::string_view level);
+// Sends a notifications/message to the client if it asked for `level` (ctx.log_threshold).
+// REQUIRES: `level` is one of kLogLevels.
+void LogToClient(ToolContext& ctx, std::string_view level, nlohmann::json data);
 
 using ToolHandler = std::function<ToolReply(ToolContext&, const nlohmann::json& args)>;
 
@@ -73,6 +87,10 @@ class ToolRegistry {
   // a mismatch is an internal_error (tests turn this on).
   void set_check_output(bool on) { check_output_ = on; }
 
+  // The resources and prompts served beside the tools (tools/catalog.h).
+  Catalog& catalog() { return catalog_; }
+  const Catalog& catalog() const { return catalog_; }
+
  private:
   struct Entry {
     ToolDef def;
@@ -84,6 +102,7 @@ class ToolRegistry {
   std::vector<Entry> tools_;
   nlohmann::json list_ = nlohmann::json::array();
   bool check_output_ = false;
+  Catalog catalog_;
 };
 
 }  // namespace cortex
