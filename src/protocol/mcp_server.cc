@@ -116,6 +116,18 @@ RpcFailure CatalogFailure(const Status& st) {
   }
 }
 
+// An error if a request's inputResponses (null: none) is not a map of result objects.
+std::optional<rpc::Error> BadInputResponses(const json& responses) {
+  if (responses.is_null()) return std::nullopt;
+  bool ok = responses.is_object();
+  for (auto it = responses.begin(); ok && it != responses.end(); ++it) ok = it->is_object();
+  if (ok) return std::nullopt;
+  return rpc::Error{rpc::kInvalidParams,
+                    "Invalid params: inputResponses must map each request key to its result "
+                    "object",
+                    {}};
+}
+
 // A string field of `params`, or nullptr.
 const std::string* StringParam(const json& params, const char* name) {
   auto it = params.find(name);
@@ -257,8 +269,9 @@ McpResponse McpServer::Handle(const McpRequest& req) {
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     if (auto v = meta->find(kMetaVersion); v != meta->end() && v->is_string()) meta_version = *v;
   }
-  bool modern =
-      msg.method != "initialize" && !meta_version.empty() && !IsLegacyVersion(meta_version);
+  // (`initialize` with a 2026-07-28 _meta is a stateless request for a removed method.)
+  bool modern = !meta_version.empty() && !IsLegacyVersion(meta_version) &&
+                (msg.method != "initialize" || !params.contains("protocolVersion"));
   // A stateless-era request names its version in the MCP-Protocol-Version header too; one
   // without _meta is malformed rather than a session-era request.
   if (!modern && msg.method != "initialize" && req.transport == McpTransport::kHttp &&
@@ -283,6 +296,14 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
                  {}});
   }
   std::string version = meta[kMetaVersion];
+  // A header that contradicts the body is a mismatch before it is an unsupported version.
+  if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
+      *req.protocol_version_header != version) {
+    return Fail(
+        std::move(out), id, Disposition::kRejected,
+        HeaderMismatch("MCP-Protocol-Version header value '" + *req.protocol_version_header +
+                       "' does not match body value '" + version + "'"));
+  }
   if (version != kModernVersion) {
     return Fail(std::move(out), id, Disposition::kRejected,
                 {rpc::kUnsupportedProtocolVersion,
@@ -521,6 +542,23 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
+  if (modern) {
+    // A tool that needs a client capability refuses a client that did not declare it.
+    const json* meta = params.contains("_meta") ? &params["_meta"] : nullptr;
+    const json caps = meta != nullptr && meta->is_object()
+                          ? meta->value(kMetaCapabilities, json::object())
+                          : json::object();
+    json missing = json::object();
+    for (const std::string& cap : tools_.RequiredClientCapabilities(out.tool)) {
+      if (!caps.is_object() || !caps.contains(cap)) missing[cap] = json::object();
+    }
+    if (!missing.empty()) {
+      return RpcFailure{{rpc::kMissingRequiredClientCapability,
+                         "Missing required client capability: " + missing.begin().key(),
+                         {{"requiredCapabilities", missing}}},
+                        Disposition::kRejected};
+    }
+  }
   if (json refused = AdmitCall(auth); !refused.is_null()) {
     out.status = refused["structuredContent"].value("error", std::string("tool_error"));
     return refused;
@@ -533,6 +571,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     ctx.client_elicits = FormElicitation(
         ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object()) : json::object());
     ctx.input_responses = params.value("inputResponses", json(nullptr));
+    if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {
       ctx.request_state = params["requestState"];
     }
@@ -545,6 +584,12 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     }
   }
   ToolReply reply = tools_.Call(*name, args, ctx);
+  if (reply.is_invalid_params()) {
+    out.status = "invalid_params";
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: " + reply.body().value("message", std::string()),
+                       {}}};
+  }
   if (reply.is_error()) {
     const json& body = reply.body();
     out.status = body.value("error", std::string("tool_error"));
@@ -624,6 +669,16 @@ std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std
       auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
         out.notifications.push_back(std::move(n));
       }};
+  if (modern) {  // a prompt, like a tool, may ask the client for input first
+    if (ctx.meta.is_object()) {
+      ctx.client_elicits = FormElicitation(ctx.meta.value(kMetaCapabilities, json::object()));
+    }
+    ctx.input_responses = params.value("inputResponses", json(nullptr));
+    if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
+    if (params.contains("requestState") && params["requestState"].is_string()) {
+      ctx.request_state = params["requestState"];
+    }
+  }
   if (method == "resources/read") {
     const std::string* uri = StringParam(params, "uri");
     if (uri == nullptr) {

@@ -30,32 +30,32 @@ struct ResourceDef {
   // segment ("cortex://decisions/{decision_id}"; RFC 6570 level 1).
   std::string uri;
   std::string name;
-  std::string title;
-  std::string description;
+  std::string title = {};
+  std::string description = {};
   std::string mime_type = "application/json";
   Scope scope = kScopeRead;
   // Returns the ReadResourceResult's `contents` array. NotFound: no such resource (an
   // unknown id, or another workspace's).
   std::function<Result<nlohmann::json>(ToolContext&, const std::string& uri, const Arguments&)>
-      read;
+      read = nullptr;
   Completer complete = nullptr;  // template variables; may be empty
 };
 
 struct PromptArgument {
   std::string name;
-  std::string description;
+  std::string description = {};
   bool required = false;
 };
 
 struct PromptDef {
   std::string name;
-  std::string title;
-  std::string description;
+  std::string title = {};
+  std::string description = {};
   std::vector<PromptArgument> arguments = {};
   Scope scope = kScopeRead;
   // Returns the GetPromptResult ({description?, messages}). InvalidArgument: a bad argument;
   // NotFound: what an argument names does not exist.
-  std::function<Result<nlohmann::json>(ToolContext&, const Arguments&)> get;
+  std::function<Result<nlohmann::json>(ToolContext&, const Arguments&)> get = nullptr;
   Completer complete = nullptr;  // may be empty
 };
 

@@ -312,3 +312,94 @@ TEST_F(CortexResourcesTest, SetLevelIsCheckedAndKeptWithTheSession) {
 
 }  // namespace
 }  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// The protocol layer's 2026-07-28 rules the 0.2 conformance suite checks (server-stateless,
+// input-required results), on a registry of test tools.
+class StatelessRulesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ToolDef needs_sampling;
+    needs_sampling.name = "needs_sampling";
+    needs_sampling.input_schema = {{"type", "object"}};
+    needs_sampling.required_client_capabilities = {"sampling"};
+    needs_sampling.handler = [](ToolContext&, const json&) {
+      return ToolReply::Ok({{"ok", true}});
+    };
+    ASSERT_TRUE(registry_.Add(std::move(needs_sampling)).ok());
+    ToolDef picky;  // refuses any requestState
+    picky.name = "picky";
+    picky.input_schema = {{"type", "object"}};
+    picky.handler = [](ToolContext& ctx, const json&) {
+      if (!ctx.request_state.empty()) return ToolReply::InvalidParams("bad state");
+      return ToolReply::Ok({{"ok", true}});
+    };
+    ASSERT_TRUE(registry_.Add(std::move(picky)).ok());
+    auto ws = EnsureWorkspace(*store_, clock_, "alpha");
+    auth_ = AuthContext{ws->id, ws->name, "tok", kScopeRead};
+    server_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
+  }
+
+  McpResponse Send(const std::string& method, json params, json caps = json::object(),
+                   std::string header_version = "2026-07-28",
+                   std::string body_version = "2026-07-28") {
+    params["_meta"] = {{"io.modelcontextprotocol/protocolVersion", body_version},
+                       {"io.modelcontextprotocol/clientCapabilities", caps}};
+    body_ = json{{"jsonrpc", "2.0"}, {"id", 9}, {"method", method}, {"params", params}}.dump();
+    McpRequest req;
+    req.body = body_;
+    req.transport = McpTransport::kHttp;
+    req.auth = &auth_;
+    req.protocol_version_header = header_version;
+    req.method_header = method;
+    if (params.contains("name")) req.name_header = params["name"];
+    return server_->Handle(req);
+  }
+
+  testing::TempStore store_;
+  FixedClock clock_{*ParseTime("2026-06-10T09:00:00Z")};
+  ToolRegistry registry_;
+  AuthContext auth_;
+  std::unique_ptr<McpServer> server_;
+  std::string body_;
+};
+
+TEST_F(StatelessRulesTest, AHeaderContradictingTheBodyIsAMismatchBeforeAnUnknownVersion) {
+  McpResponse r = Send("server/discover", json::object(), json::object(), "2026-07-28", "v999");
+  EXPECT_EQ(r.disposition, Disposition::kRejected);
+  EXPECT_EQ(r.body["error"]["code"], rpc::kHeaderMismatch);
+  McpResponse both = Send("server/discover", json::object(), json::object(), "v999", "v999");
+  EXPECT_EQ(both.body["error"]["code"], rpc::kUnsupportedProtocolVersion);
+}
+
+TEST_F(StatelessRulesTest, InitializeIsARemovedMethodInTheStatelessEra) {
+  McpResponse r = Send("initialize", json::object());
+  EXPECT_EQ(r.disposition, Disposition::kUnknownMethod);
+  EXPECT_EQ(r.body["error"]["code"], rpc::kMethodNotFound);
+  EXPECT_TRUE(r.new_session_id.empty());
+}
+
+TEST_F(StatelessRulesTest, AToolNeedingAnUndeclaredCapabilityIsRefused) {
+  McpResponse r = Send("tools/call", {{"name", "needs_sampling"}, {"arguments", json::object()}});
+  EXPECT_EQ(r.disposition, Disposition::kRejected);
+  EXPECT_EQ(r.body["error"]["code"], rpc::kMissingRequiredClientCapability);
+  EXPECT_EQ(r.body["error"]["data"]["requiredCapabilities"], (json{{"sampling", json::object()}}));
+  McpResponse ok = Send("tools/call", {{"name", "needs_sampling"}, {"arguments", json::object()}},
+                        {{"sampling", json::object()}});
+  EXPECT_EQ(ok.body["result"]["structuredContent"]["ok"], true);
+}
+
+TEST_F(StatelessRulesTest, BadStateAndMalformedInputResponsesAreInvalidParams) {
+  McpResponse state = Send(
+      "tools/call", {{"name", "picky"}, {"arguments", json::object()}, {"requestState", "forged"}});
+  EXPECT_EQ(state.body["error"]["code"], rpc::kInvalidParams);
+  EXPECT_EQ(state.body["error"]["message"], "Invalid params: bad state");
+  McpResponse responses =
+      Send("tools/call", {{"name", "picky"}, {"arguments", json::object()}, {"inputResponses", 5}});
+  EXPECT_EQ(responses.body["error"]["code"], rpc::kInvalidParams);
+}
+
+}  // namespace
+}  // namespace cortex

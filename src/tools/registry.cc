@@ -88,6 +88,13 @@ bool ToolRegistry::CallsOut(std::string_view name) const {
   return entry != nullptr && entry->def.calls_out;
 }
 
+const std::vector<std::string>& ToolRegistry::RequiredClientCapabilities(
+    std::string_view name) const {
+  static const std::vector<std::string> kNone;
+  const Entry* entry = Find(name);
+  return entry != nullptr ? entry->def.required_client_capabilities : kNone;
+}
+
 bool ToolRegistry::AnyCallsOut() const {
   return std::any_of(tools_.begin(), tools_.end(), [](const Entry& e) { return e.def.calls_out; });
 }

@@ -61,6 +61,9 @@ struct ToolDef {
   // The handler may wait on the network (a model drafting a message): it must not run
   // where waiting holds up other requests (an I/O thread).
   bool calls_out = false;
+  // Client capabilities the tool cannot work without (e.g. "sampling"): a 2026-07-28 call
+  // from a client that did not declare them is refused with -32021.
+  std::vector<std::string> required_client_capabilities = {};
   ToolHandler handler;
 };
 
@@ -76,6 +79,8 @@ class ToolRegistry {
   bool IsReadOnly(std::string_view name) const;
   // Whether tool `name` may wait on the network (ToolDef::calls_out); false if unknown.
   bool CallsOut(std::string_view name) const;
+  // ToolDef::required_client_capabilities of tool `name` (empty if unknown).
+  const std::vector<std::string>& RequiredClientCapabilities(std::string_view name) const;
   // Whether any tool may (for a call whose tool is not known in advance).
   bool AnyCallsOut() const;
 
