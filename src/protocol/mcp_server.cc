@@ -542,15 +542,18 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
-  if (modern) {
-    // A tool that needs a client capability refuses a client that did not declare it.
-    const json* meta = params.contains("_meta") ? &params["_meta"] : nullptr;
-    const json caps = meta != nullptr && meta->is_object()
-                          ? meta->value(kMetaCapabilities, json::object())
-                          : json::object();
+  // A tool that needs a client capability refuses a 2026-07-28 client that did not declare
+  // it (most tools need none: nothing more to look at).
+  if (const std::vector<std::string>& required = tools_.RequiredClientCapabilities(out.tool);
+      modern && !required.empty()) {
+    auto meta = params.find("_meta");
+    const json* caps = nullptr;
+    if (meta != params.end() && meta->is_object()) {
+      if (auto c = meta->find(kMetaCapabilities); c != meta->end() && c->is_object()) caps = &*c;
+    }
     json missing = json::object();
-    for (const std::string& cap : tools_.RequiredClientCapabilities(out.tool)) {
-      if (!caps.is_object() || !caps.contains(cap)) missing[cap] = json::object();
+    for (const std::string& cap : required) {
+      if (caps == nullptr || !caps->contains(cap)) missing[cap] = json::object();
     }
     if (!missing.empty()) {
       return RpcFailure{{rpc::kMissingRequiredClientCapability,
