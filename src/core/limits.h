@@ -74,7 +74,12 @@ inline constexpr int kMaxNotificationsPerSection = 200;  // notification.list li
 // Resources, prompts and completions (MCP).
 inline constexpr size_t kMaxCompletions = 100;        // values per completion/complete (the spec's)
 inline constexpr size_t kMaxResourceUriChars = 2048;  // a longer URI is not found, unread
-inline constexpr int kMaxInboxItems = 100;            // pending approvals in cortex://inbox
+inline constexpr int kMaxInboxItems = 100;
+inline constexpr size_t kMaxSubscriptionsPerSession = 32;  // resources/subscribe
+// How often a session's GET /mcp stream looks for changes to its subscribed resources: an
+// update is told within this (plus a read of each).
+inline constexpr std::chrono::milliseconds kSubscriptionPoll{
+    500};  // pending approvals in cortex://inbox
 
 // The store.
 inline constexpr size_t kMaxWritesPerCommit = 256;  // group commit: one batch, one fsync

@@ -449,6 +449,13 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     if (result.value("resultType", "") == "input_required") {
       return HoldForAnswer(auth, id, result, std::move(out));
     }
+  } else if ((method == "resources/subscribe" || method == "resources/unsubscribe") &&
+             req.transport == McpTransport::kHttp) {
+    auto done = Subscription(req, method, params);
+    if (auto* f = std::get_if<RpcFailure>(&done)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(done));
   } else if (method == "logging/setLevel") {
     auto set = SetLogLevel(req, params);
     if (auto* f = std::get_if<RpcFailure>(&set)) {
@@ -516,8 +523,9 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
     }
   }
   out.new_session_id = session_id;
-  json result = {
-      {"protocolVersion", version}, {"capabilities", Capabilities()}, {"serverInfo", server_info_}};
+  json result = {{"protocolVersion", version},
+                 {"capabilities", Capabilities(transport == McpTransport::kHttp)},
+                 {"serverInfo", server_info_}};
   if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
   return result;
 }
@@ -601,13 +609,114 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   return std::move(reply).ToCallToolResult();
 }
 
-json McpServer::Capabilities() const {
+json McpServer::Capabilities(bool subscribe) const {
   json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
   const Catalog& catalog = tools_.catalog();
-  if (catalog.has_resources()) caps["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  if (catalog.has_resources()) {
+    caps["resources"] = {{"subscribe", subscribe}, {"listChanged", false}};
+  }
   if (catalog.has_prompts()) caps["prompts"] = {{"listChanged", false}};
   if (catalog.has_resources() || catalog.has_prompts()) caps["completions"] = json::object();
   return caps;
+}
+
+std::variant<json, RpcFailure> McpServer::Subscription(const McpRequest& req,
+                                                       const std::string& method,
+                                                       const json& params) {
+  const std::string* uri = StringParam(params, "uri");
+  if (uri == nullptr) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
+  }
+  TimePoint now = clock_.Now();
+  bool subscribe = method == "resources/subscribe";
+  if (subscribe && !tools_.catalog().Matches(*uri)) {
+    return RpcFailure{{kLegacyResourceNotFound,
+                       "Resource not found",
+                       {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
+  }
+  bool full = false, found = true;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    if (!subscribe) return tx.sessions().Unsubscribe(*req.session_id, *uri);
+    auto subs = tx.sessions().Subscriptions(*req.session_id);
+    if (!subs.ok()) return subs.status();
+    if (std::find(subs->begin(), subs->end(), *uri) != subs->end()) return Status::Ok();
+    if (subs->size() >= limits::kMaxSubscriptionsPerSession) {
+      full = true;
+      return Status::Ok();
+    }
+    auto added = tx.sessions().Subscribe(req.auth->workspace_id, *req.session_id, *uri, now);
+    if (!added.ok()) return added.status();
+    found = *added;
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    spdlog::warn("{}: {}", method, st.message());
+    return RpcFailure{{rpc::kInternalError, "Service unavailable: retry", {}},
+                      Disposition::kUnavailable};
+  }
+  if (!found) {
+    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
+                      Disposition::kUnknownSession};
+  }
+  if (full) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: at most " +
+                           std::to_string(limits::kMaxSubscriptionsPerSession) +
+                           " subscriptions per session; unsubscribe from one first",
+                       {}}};
+  }
+  return json::object();
+}
+
+std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, std::string& state) {
+  auto session = LiveSession(id);
+  // A store that cannot answer keeps the stream: it will ask again at the next poll.
+  if (!session.ok()) return std::string();
+  if (!session->has_value()) return std::nullopt;
+  std::vector<std::string> uris;
+  Status st = store_.Read([&](ReadTx& tx) -> Status {
+    auto subs = tx.sessions().Subscriptions(id);
+    if (!subs.ok()) return subs.status();
+    uris = std::move(*subs);
+    return Status::Ok();
+  });
+  if (!st.ok() || (uris.empty() && state.empty())) return std::string();
+  json before = state.empty() ? json::object() : json::parse(state, nullptr, false);
+  if (!before.is_object()) before = json::object();
+  json after = json::object();
+  AuthContext reader{(*session)->workspace_id, "", "", kScopeRead};
+  std::string events;
+  for (const std::string& uri : uris) {
+    std::string trace = NewId("trc_", clock_);
+    ToolContext ctx{reader, store_, clock_, trace, nullptr, [](json) {}};
+    auto read = tools_.catalog().Read(uri, ctx);
+    if (!read.ok()) {
+      // Not found, or the store cannot answer now: unchanged until it reads again.
+      if (before.contains(uri)) after[uri] = before[uri];
+      continue;
+    }
+    // The digest of what a reader sees, less the moment it was read ("as_of").
+    std::string seen;
+    for (json& c : *read) {
+      if (c.contains("text") && c["text"].is_string()) {
+        json body = json::parse(c["text"].get<std::string>(), nullptr, false);
+        if (body.is_object()) body.erase("as_of");
+        seen += body.dump();
+      } else {
+        seen += c.dump();
+      }
+    }
+    std::string digest = Sha256Hex(seen);
+    after[uri] = digest;
+    if (before.contains(uri) && before[uri] != digest) {
+      json note = {{"jsonrpc", "2.0"},
+                   {"method", "notifications/resources/updated"},
+                   {"params", {{"uri", uri}}}};
+      events += "event: message\ndata: " + note.dump() + "\n\n";
+    }
+  }
+  state = after.dump();
+  return events;
 }
 
 std::variant<json, RpcFailure> McpServer::SetLogLevel(const McpRequest& req, const json& params) {

@@ -416,6 +416,17 @@ CREATE INDEX decisions_by_class ON decisions(workspace_id, class, triage_class, 
 -- asked for, none sent.
 ALTER TABLE mcp_sessions ADD COLUMN log_level TEXT NOT NULL DEFAULT '';
 )sql"},
+      {20, "a session's resource subscriptions (resources/subscribe)", R"sql(
+-- The resources a 2025-11-25 session subscribed to: the instance holding its GET stream
+-- looks here, whichever instance took the subscribe. session_id is the session's stored
+-- id (SHA-256, as mcp_sessions.id); rows go with their session.
+CREATE TABLE mcp_subscriptions (
+  session_id TEXT NOT NULL,
+  uri        TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, uri)
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -76,6 +76,41 @@ Status SessionsWriter::Touch(const std::string& id, TimePoint at) {
   return s.Bind(1, at).Bind(2, stored).Bind(3, at).Run();
 }
 
+Result<std::vector<std::string>> SessionsReader::Subscriptions(const std::string& id) {
+  const std::string stored = Stored(id);
+  Stmt s = s_.conn.Prepare(
+      "SELECT uri FROM mcp_subscriptions WHERE session_id = ? ORDER BY created_at, uri");
+  s.Bind(1, stored);
+  std::vector<std::string> out;
+  Status st;
+  while (s.Step(&st)) out.push_back(s.Text(0));
+  CORTEX_RETURN_IF_ERROR(st);
+  return out;
+}
+
+Result<bool> SessionsWriter::Subscribe(const std::string& ws, const std::string& id,
+                                       const std::string& uri, TimePoint at) {
+  const std::string stored = Stored(id);
+  Stmt owner = s_.conn.Prepare("SELECT 1 FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
+  owner.Bind(1, stored).Bind(2, ws);
+  Status st;
+  if (!owner.Step(&st)) {
+    CORTEX_RETURN_IF_ERROR(st);
+    return false;
+  }
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO mcp_subscriptions (session_id, uri, created_at) VALUES (?, ?, ?)"
+      " ON CONFLICT (session_id, uri) DO NOTHING");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, stored).Bind(2, uri).Bind(3, at).Run());
+  return true;
+}
+
+Status SessionsWriter::Unsubscribe(const std::string& id, const std::string& uri) {
+  const std::string stored = Stored(id);
+  Stmt s = s_.conn.Prepare("DELETE FROM mcp_subscriptions WHERE session_id = ? AND uri = ?");
+  return s.Bind(1, stored).Bind(2, uri).Run();
+}
+
 Result<bool> SessionsWriter::SetLogLevel(const std::string& ws, const std::string& id,
                                          const std::string& level) {
   const std::string stored = Stored(id);
@@ -89,12 +124,18 @@ Result<bool> SessionsWriter::Delete(const std::string& ws, const std::string& id
   const std::string stored = Stored(id);
   Stmt s = s_.conn.Prepare("DELETE FROM mcp_sessions WHERE id = ? AND workspace_id = ?");
   CORTEX_RETURN_IF_ERROR(s.Bind(1, stored).Bind(2, ws).Run());
-  return s_.conn.Changes() == 1;
+  if (s_.conn.Changes() != 1) return false;
+  Stmt subs = s_.conn.Prepare("DELETE FROM mcp_subscriptions WHERE session_id = ?");
+  CORTEX_RETURN_IF_ERROR(subs.Bind(1, stored).Run());
+  return true;
 }
 
 Status SessionsWriter::DeleteIdle(TimePoint before) {
   Stmt s = s_.conn.Prepare("DELETE FROM mcp_sessions WHERE last_used < ?");
-  return s.Bind(1, before).Run();
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, before).Run());
+  Stmt subs = s_.conn.Prepare(
+      "DELETE FROM mcp_subscriptions WHERE session_id NOT IN (SELECT id FROM mcp_sessions)");
+  return subs.Run();
 }
 
 }  // namespace cortex

@@ -153,6 +153,12 @@ Status Catalog::AddPrompt(PromptDef def) {
   return Status::Ok();
 }
 
+bool Catalog::Matches(const std::string& uri) const {
+  return uri.size() <= limits::kMaxResourceUriChars &&
+         std::any_of(resources_.begin(), resources_.end(),
+                     [&](const Resource& r) { return r.Match(uri).has_value(); });
+}
+
 Result<json> Catalog::Read(const std::string& uri, ToolContext& ctx) const {
   if (uri.size() <= limits::kMaxResourceUriChars) {
     for (const Resource& r : resources_) {

@@ -73,6 +73,8 @@ class Catalog {
   const nlohmann::json& TemplatesJson() const { return templates_json_; }
   const nlohmann::json& PromptsJson() const { return prompts_json_; }
 
+  // Whether a resource or template matches `uri`.
+  bool Matches(const std::string& uri) const;
   // resources/read: NotFound for a URI no resource or template matches, or that its
   // handler does not find; PermissionDenied without the resource's scope.
   Result<nlohmann::json> Read(const std::string& uri, ToolContext& ctx) const;

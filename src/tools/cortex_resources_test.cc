@@ -128,12 +128,14 @@ TEST_F(CortexResourcesTest, CapabilitiesNameResourcesPromptsCompletionsAndLoggin
                                {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
                             auth_, std::nullopt);
   const json& caps = init.body["result"]["capabilities"];
-  EXPECT_EQ(caps["resources"], (json{{"subscribe", false}, {"listChanged", false}}));
+  // Over HTTP a session's GET stream carries resource updates (stdio has none).
+  EXPECT_EQ(caps["resources"], (json{{"subscribe", true}, {"listChanged", false}}));
   EXPECT_EQ(caps["prompts"], (json{{"listChanged", false}}));
   EXPECT_TRUE(caps["completions"].is_object());
   EXPECT_TRUE(caps["logging"].is_object());
   json discovered = Modern("server/discover");
-  EXPECT_EQ(discovered["result"]["capabilities"], caps);
+  EXPECT_EQ(discovered["result"]["capabilities"]["prompts"], caps["prompts"]);
+  EXPECT_TRUE(discovered["result"]["capabilities"]["completions"].is_object());
 }
 
 TEST_F(CortexResourcesTest, ListsResourcesTemplatesAndPromptsInBothEras) {
@@ -298,6 +300,43 @@ TEST_F(CortexResourcesTest, CompletesIdsCounterpartiesAndClasses) {
       Legacy("completion/complete",
              {{"ref", prompt}, {"argument", {{"name", "x"}, {"value", ""}}}})["error"]["code"],
       rpc::kInvalidParams);
+}
+
+TEST_F(CortexResourcesTest, ASubscribedSessionIsToldWhenTheInboxChanges) {
+  EXPECT_EQ(Legacy("resources/subscribe", {{"uri", "cortex://inbox"}})["result"], json::object());
+  EXPECT_EQ(Legacy("resources/subscribe", {{"uri", "cortex://notifications/due"}})["result"],
+            json::object());
+  EXPECT_EQ(Legacy("resources/subscribe", {{"uri", "cortex://nope"}})["error"]["code"], -32002);
+  std::string state;
+  auto first = server_->SessionStreamNext(session_, state);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, "");  // the first look only remembers what is there
+  EXPECT_EQ(*server_->SessionStreamNext(session_, state), "");  // nothing changed
+  Draft("sarah.chen@northwind.example", "Are we still on for Friday?");
+  std::string told = *server_->SessionStreamNext(session_, state);
+  EXPECT_NE(told.find(R"("method":"notifications/resources/updated")"), std::string::npos);
+  EXPECT_NE(told.find(R"("uri":"cortex://inbox")"), std::string::npos) << told;
+  EXPECT_EQ(told.find("notifications/due"), std::string::npos) << told;
+  EXPECT_EQ(*server_->SessionStreamNext(session_, state), "");
+  // Unsubscribed: the next draft is not told.
+  EXPECT_EQ(Legacy("resources/unsubscribe", {{"uri", "cortex://inbox"}})["result"], json::object());
+  Draft("sarah.chen@northwind.example", "And Monday?");
+  EXPECT_EQ(*server_->SessionStreamNext(session_, state), "");
+  // Another workspace's session with the same subscription sees its own (empty) inbox.
+  std::string theirs = Open(other_);
+  McpResponse sub = Handle({{"jsonrpc", "2.0"},
+                            {"id", 3},
+                            {"method", "resources/subscribe"},
+                            {"params", {{"uri", "cortex://inbox"}}}},
+                           other_, theirs);
+  EXPECT_EQ(sub.body["result"], json::object());
+  std::string their_state;
+  server_->SessionStreamNext(theirs, their_state);
+  Draft("sarah.chen@northwind.example", "Tuesday then?");
+  EXPECT_EQ(*server_->SessionStreamNext(theirs, their_state), "");
+  // A session that ends ends its stream.
+  EXPECT_TRUE(*server_->EndSession(session_, auth_));
+  EXPECT_FALSE(server_->SessionStreamNext(session_, state).has_value());
 }
 
 TEST_F(CortexResourcesTest, SetLevelIsCheckedAndKeptWithTheSession) {

@@ -13,7 +13,7 @@ import { Suite, createToken, expectEqual, makeDataDir, requireCortexBin, startSe
 import { CHECKS_PER_CLIENT, WORKSPACE, checkResourcesAndPrompts, draftForApproval, loadDemo } from './resources.mjs';
 
 const RESOURCE_NOT_FOUND = -32002; // the 2025-11-25 era's code
-const suite = new Suite('v1_resources', 9 + 2 * CHECKS_PER_CLIENT);
+const suite = new Suite('v1_resources', 11 + 2 * CHECKS_PER_CLIENT);
 
 function newClient() {
     return new Client({ name: 'cortex-interop-v1-resources', version: '1.0.0' }, { capabilities: {} });
@@ -63,6 +63,33 @@ await suite.run(async s => {
             expectEqual(completion.values, [], 'other workspace completions');
         } finally {
             await other.close().catch(() => {});
+        }
+    });
+    await s.check('a client subscribed to cortex://inbox is told within a second when a draft joins it', async () => {
+        const { ResourceUpdatedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+        const watcher = newClient();
+        const updates = [];
+        let told;
+        const toldPromise = new Promise(resolve => (told = resolve));
+        watcher.setNotificationHandler(ResourceUpdatedNotificationSchema, n => {
+            updates.push({ uri: n.params.uri, at: Date.now() });
+            if (n.params.uri === 'cortex://inbox') told();
+        });
+        try {
+            await watcher.connect(http(server.mcpUrl)(token), { timeout: 15_000 });
+            expectEqual(watcher.getServerCapabilities()?.resources?.subscribe, true, 'resources.subscribe capability');
+            expectEqual(await watcher.subscribeResource({ uri: 'cortex://inbox' }), {}, 'subscribe result');
+            await new Promise(r => setTimeout(r, 1200)); // the stream's first look
+            const before = updates.length;
+            const sentAt = Date.now();
+            await draftForApproval(client);
+            const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error(`no update within 1.5 s; got ${JSON.stringify(updates)}`)), 1500));
+            await Promise.race([toldPromise, timeout]);
+            const update = updates.slice(before).find(u => u.uri === 'cortex://inbox');
+            s.info(`inbox update arrived ${update.at - sentAt} ms after the draft was acknowledged`);
+            expectEqual(await watcher.unsubscribeResource({ uri: 'cortex://inbox' }), {}, 'unsubscribe result');
+        } finally {
+            await watcher.close().catch(() => {});
         }
     });
     await client.close().catch(() => {});
