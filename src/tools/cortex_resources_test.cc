@@ -339,6 +339,24 @@ TEST_F(CortexResourcesTest, ASubscribedSessionIsToldWhenTheInboxChanges) {
   EXPECT_FALSE(server_->SessionStreamNext(session_, state).has_value());
 }
 
+TEST_F(CortexResourcesTest, ASubscribedSessionIsToldWhenAnInterruptArrives) {
+  EXPECT_EQ(Legacy("resources/subscribe", {{"uri", "cortex://notifications/due"}})["result"],
+            json::object());
+  std::string state;
+  EXPECT_EQ(*server_->SessionStreamNext(session_, state), "");
+  // Tuesday 24 Nov, 10:19: Marcus on a Tuesday is interrupt_now (rule marcus-tuesdays).
+  ASSERT_TRUE(
+      IngestJsonl(
+          *store_, clock_, ws_.id,
+          R"({"type":"episode","kind":"message_received","occurred_at":"2026-11-24T10:19:00Z","counterparty":"marcus.webb@harborline.example","summary":"Marcus: 'Did the build ship?'","external_id":"sub-1"})")
+          .ok());
+  json due = ReadBody(Legacy("resources/read", {{"uri", "cortex://notifications/due"}}));
+  ASSERT_FALSE(due["due"].empty());
+  EXPECT_EQ(due["due"][0]["triage_class"], "interrupt_now") << due.dump();
+  std::string told = *server_->SessionStreamNext(session_, state);
+  EXPECT_NE(told.find(R"("uri":"cortex://notifications/due")"), std::string::npos) << told;
+}
+
 TEST_F(CortexResourcesTest, SetLevelIsCheckedAndKeptWithTheSession) {
   EXPECT_EQ(Legacy("logging/setLevel", {{"level", "warning"}})["result"], json::object());
   EXPECT_EQ(Legacy("logging/setLevel", {{"level", "loud"}})["error"]["code"], rpc::kInvalidParams);
