@@ -1,5 +1,4 @@
 #include <curl/curl.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cstring>
@@ -8,6 +7,7 @@
 
 #include "connectors/connector.h"
 #include "connectors/mime.h"
+#include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/time.h"
 #include "store/outbox.h"
@@ -68,20 +68,6 @@ class OutboxConnector final : public Connector {
   std::string jsonl_;
   std::mutex mu_;
 };
-
-std::string HmacSha256Hex(const std::string& key, const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), md, &len);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
 
 // An address SMTP can deliver to: local@domain, printable ASCII or UTF-8, no spaces or
 // brackets (identifiers are normalised before they get here, docs/ingest.md).

@@ -18,6 +18,9 @@ std::string RandomHex(size_t n);
 // Whether `a` equals `b`, in time that depends only on their lengths (for secrets).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
+// Lowercase hex HMAC-SHA-256 of `data` under `key`.
+std::string HmacSha256Hex(const std::string& key, const std::string& data);
+
 // Standard base64 decoding; returns false on malformed input.
 bool Base64Decode(std::string_view in, std::string* out);
 

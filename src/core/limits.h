@@ -76,6 +76,15 @@ inline constexpr size_t kMaxTagChars = 64;
 inline constexpr size_t kMaxToolNameChars = 128;
 inline constexpr int kMaxDecisionPage = 100;             // decision.list limit (default 20)
 inline constexpr int kMaxNotificationsPerSection = 200;  // notification.list limit (default 50)
+// Resources, prompts and completions (MCP).
+inline constexpr size_t kMaxCompletions = 100;        // values per completion/complete (the spec's)
+inline constexpr size_t kMaxResourceUriChars = 2048;  // a longer URI is not found, unread
+inline constexpr int kMaxInboxItems = 100;
+inline constexpr size_t kMaxSubscriptionsPerSession = 32;  // resources/subscribe
+// How often a session's GET /mcp stream looks for changes to its subscribed resources: an
+// update is told within this (plus a read of each).
+inline constexpr std::chrono::milliseconds kSubscriptionPoll{
+    500};  // pending approvals in cortex://inbox
 
 // The store.
 inline constexpr size_t kMaxWritesPerCommit = 256;  // group commit: one batch, one fsync

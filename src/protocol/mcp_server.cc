@@ -26,6 +26,9 @@ namespace {
 constexpr char kMetaVersion[] = "io.modelcontextprotocol/protocolVersion";
 constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
+constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
+// The 2025-11-25 era's error for a resource that does not exist (2026-07-28: -32602).
+constexpr int kLegacyResourceNotFound = -32002;
 
 // Whether client capabilities `caps` declare elicitation by form: `elicitation: {}` (form,
 // the default mode) or with `form` named.
@@ -46,6 +49,13 @@ const char* MetricMethod(const std::string& m) {
                                        "tools/list",
                                        "tools/call",
                                        "server/discover",
+                                       "resources/list",
+                                       "resources/templates/list",
+                                       "resources/read",
+                                       "prompts/list",
+                                       "prompts/get",
+                                       "completion/complete",
+                                       "logging/setLevel",
                                        "notifications/initialized",
                                        "notifications/cancelled"};
   for (const char* k : kKnown) {
@@ -88,6 +98,41 @@ const char* ErrorName(int code) {
     default:
       return "internal_error";
   }
+}
+
+// A catalog error (tools/catalog.h) as a JSON-RPC error.
+RpcFailure CatalogFailure(const Status& st) {
+  switch (st.code()) {
+    case Code::kNotFound:
+    case Code::kInvalidArgument:
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: " + st.message(), {}}};
+    case Code::kUnauthorized:
+      return RpcFailure{{rpc::kInvalidRequest, st.message(), {}}};
+    case Code::kUnavailable:
+      return RpcFailure{
+          {rpc::kInternalError, "Service unavailable: " + st.message() + "; retry", {}}};
+    default:
+      return RpcFailure{{rpc::kInternalError, st.message(), {}}};
+  }
+}
+
+// An error if a request's inputResponses (null: none) is not a map of result objects.
+std::optional<rpc::Error> BadInputResponses(const json& responses) {
+  if (responses.is_null()) return std::nullopt;
+  bool ok = responses.is_object();
+  for (auto it = responses.begin(); ok && it != responses.end(); ++it) ok = it->is_object();
+  if (ok) return std::nullopt;
+  return rpc::Error{rpc::kInvalidParams,
+                    "Invalid params: inputResponses must map each request key to its result "
+                    "object",
+                    {}};
+}
+
+// A string field of `params`, or nullptr.
+const std::string* StringParam(const json& params, const char* name) {
+  auto it = params.find(name);
+  if (it == params.end() || !it->is_string()) return nullptr;
+  return &it->get_ref<const std::string&>();
 }
 
 McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
@@ -224,8 +269,9 @@ McpResponse McpServer::Handle(const McpRequest& req) {
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     if (auto v = meta->find(kMetaVersion); v != meta->end() && v->is_string()) meta_version = *v;
   }
-  bool modern =
-      msg.method != "initialize" && !meta_version.empty() && !IsLegacyVersion(meta_version);
+  // (`initialize` with a 2026-07-28 _meta is a stateless request for a removed method.)
+  bool modern = !meta_version.empty() && !IsLegacyVersion(meta_version) &&
+                (msg.method != "initialize" || !params.contains("protocolVersion"));
   // A stateless-era request names its version in the MCP-Protocol-Version header too; one
   // without _meta is malformed rather than a session-era request.
   if (!modern && msg.method != "initialize" && req.transport == McpTransport::kHttp &&
@@ -250,6 +296,14 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
                  {}});
   }
   std::string version = meta[kMetaVersion];
+  // A header that contradicts the body is a mismatch before it is an unsupported version.
+  if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
+      *req.protocol_version_header != version) {
+    return Fail(
+        std::move(out), id, Disposition::kRejected,
+        HeaderMismatch("MCP-Protocol-Version header value '" + *req.protocol_version_header +
+                       "' does not match body value '" + version + "'"));
+  }
   if (version != kModernVersion) {
     return Fail(std::move(out), id, Disposition::kRejected,
                 {rpc::kUnsupportedProtocolVersion,
@@ -275,9 +329,8 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
 
   json result;
   if (method == "server/discover") {
-    json caps = {{"tools", {{"listChanged", false}}}};
     result = {{"supportedVersions", SupportedVersions()},
-              {"capabilities", caps},
+              {"capabilities", Capabilities()},
               {"ttlMs", kListTtlMs},
               {"cacheScope", "public"}};
     if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
@@ -293,6 +346,11 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(called));
+  } else if (auto served = CatalogMethod(method, params, *req.auth, out, /*modern=*/true)) {
+    if (auto* f = std::get_if<RpcFailure>(&*served)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(*served));
   } else {
     return Fail(std::move(out), id, Disposition::kUnknownMethod,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
@@ -378,7 +436,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   } else if (method == "tools/call") {
     // Asking the user needs the call's own event stream to send the request on.
     bool elicits = session.client_elicits && req.accepts_stream;
-    auto called = CallTool(params, auth, out, /*modern=*/false, elicits);
+    std::string log_level = session.log_level;
+    if (req.transport == McpTransport::kStdio) {
+      std::lock_guard<std::mutex> lock(stdio_mu_);
+      log_level = stdio_log_level_;
+    }
+    auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level));
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -386,6 +449,24 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     if (result.value("resultType", "") == "input_required") {
       return HoldForAnswer(auth, id, result, std::move(out));
     }
+  } else if ((method == "resources/subscribe" || method == "resources/unsubscribe") &&
+             req.transport == McpTransport::kHttp) {
+    auto done = Subscription(req, method, params);
+    if (auto* f = std::get_if<RpcFailure>(&done)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(done));
+  } else if (method == "logging/setLevel") {
+    auto set = SetLogLevel(req, params);
+    if (auto* f = std::get_if<RpcFailure>(&set)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(set));
+  } else if (auto served = CatalogMethod(method, params, auth, out, /*modern=*/false)) {
+    if (auto* f = std::get_if<RpcFailure>(&*served)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(*served));
   } else {
     return Fail(std::move(out), id, Disposition::kReply,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
@@ -420,7 +501,7 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
       }
       if (full != nullptr) return Status::Ok();
       bool elicits = FormElicitation(params.value("capabilities", json::object()));
-      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits},
+      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits, ""},
                                   auth.token_id);
     });
     if (!st.ok()) {
@@ -443,7 +524,7 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
   }
   out.new_session_id = session_id;
   json result = {{"protocolVersion", version},
-                 {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                 {"capabilities", Capabilities(transport == McpTransport::kHttp)},
                  {"serverInfo", server_info_}};
   if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
   return result;
@@ -451,7 +532,7 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
 
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
-                                                   bool session_elicits) {
+                                                   bool session_elicits, int log_threshold) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -469,6 +550,26 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
+  // A tool that needs a client capability refuses a 2026-07-28 client that did not declare
+  // it (most tools need none: nothing more to look at).
+  if (const std::vector<std::string>& required = tools_.RequiredClientCapabilities(out.tool);
+      modern && !required.empty()) {
+    auto meta = params.find("_meta");
+    const json* caps = nullptr;
+    if (meta != params.end() && meta->is_object()) {
+      if (auto c = meta->find(kMetaCapabilities); c != meta->end() && c->is_object()) caps = &*c;
+    }
+    json missing = json::object();
+    for (const std::string& cap : required) {
+      if (caps == nullptr || !caps->contains(cap)) missing[cap] = json::object();
+    }
+    if (!missing.empty()) {
+      return RpcFailure{{rpc::kMissingRequiredClientCapability,
+                         "Missing required client capability: " + missing.begin().key(),
+                         {{"requiredCapabilities", missing}}},
+                        Disposition::kRejected};
+    }
+  }
   // A tool never sees part of a large ingest batch, or builds on one: it waits for the
   // batch to land whole (Store::WriteInSteps); other workspaces' calls never wait.
   WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
@@ -484,18 +585,269 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     ctx.client_elicits = FormElicitation(
         ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object()) : json::object());
     ctx.input_responses = params.value("inputResponses", json(nullptr));
+    if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {
       ctx.request_state = params["requestState"];
     }
   }
   if (!modern) ctx.client_elicits = session_elicits;
+  ctx.log_threshold = log_threshold;
+  if (modern && ctx.meta.is_object()) {
+    if (auto level = ctx.meta.find(kMetaLogLevel); level != ctx.meta.end() && level->is_string()) {
+      ctx.log_threshold = LogLevelIndex(level->get<std::string>());
+    }
+  }
   ToolReply reply = tools_.Call(*name, args, ctx);
+  if (reply.is_invalid_params()) {
+    out.status = "invalid_params";
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: " + reply.body().value("message", std::string()),
+                       {}}};
+  }
   if (reply.is_error()) {
     const json& body = reply.body();
     out.status = body.value("error", std::string("tool_error"));
   }
   out.text_is_structured = !reply.is_raw();
   return std::move(reply).ToCallToolResult();
+}
+
+json McpServer::Capabilities(bool subscribe) const {
+  json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
+  const Catalog& catalog = tools_.catalog();
+  if (catalog.has_resources()) {
+    caps["resources"] = {{"subscribe", subscribe}, {"listChanged", false}};
+  }
+  if (catalog.has_prompts()) caps["prompts"] = {{"listChanged", false}};
+  if (catalog.has_resources() || catalog.has_prompts()) caps["completions"] = json::object();
+  return caps;
+}
+
+std::variant<json, RpcFailure> McpServer::Subscription(const McpRequest& req,
+                                                       const std::string& method,
+                                                       const json& params) {
+  const std::string* uri = StringParam(params, "uri");
+  if (uri == nullptr) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
+  }
+  TimePoint now = clock_.Now();
+  bool subscribe = method == "resources/subscribe";
+  if (subscribe && !tools_.catalog().Matches(*uri)) {
+    return RpcFailure{{kLegacyResourceNotFound,
+                       "Resource not found",
+                       {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
+  }
+  bool full = false, found = true;
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    if (!subscribe) return tx.sessions().Unsubscribe(*req.session_id, *uri);
+    auto subs = tx.sessions().Subscriptions(*req.session_id);
+    if (!subs.ok()) return subs.status();
+    if (std::find(subs->begin(), subs->end(), *uri) != subs->end()) return Status::Ok();
+    if (subs->size() >= limits::kMaxSubscriptionsPerSession) {
+      full = true;
+      return Status::Ok();
+    }
+    auto added = tx.sessions().Subscribe(req.auth->workspace_id, *req.session_id, *uri, now);
+    if (!added.ok()) return added.status();
+    found = *added;
+    return Status::Ok();
+  });
+  if (!st.ok()) {
+    spdlog::warn("{}: {}", method, st.message());
+    return RpcFailure{{rpc::kInternalError, "Service unavailable: retry", {}},
+                      Disposition::kUnavailable};
+  }
+  if (!found) {
+    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
+                      Disposition::kUnknownSession};
+  }
+  if (full) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: at most " +
+                           std::to_string(limits::kMaxSubscriptionsPerSession) +
+                           " subscriptions per session; unsubscribe from one first",
+                       {}}};
+  }
+  return json::object();
+}
+
+std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, std::string& state) {
+  auto session = LiveSession(id);
+  // A store that cannot answer keeps the stream: it will ask again at the next poll.
+  if (!session.ok()) return std::string();
+  if (!session->has_value()) return std::nullopt;
+  std::vector<std::string> uris;
+  Status st = store_.Read([&](ReadTx& tx) -> Status {
+    auto subs = tx.sessions().Subscriptions(id);
+    if (!subs.ok()) return subs.status();
+    uris = std::move(*subs);
+    return Status::Ok();
+  });
+  if (!st.ok() || (uris.empty() && state.empty())) return std::string();
+  json before = state.empty() ? json::object() : json::parse(state, nullptr, false);
+  if (!before.is_object()) before = json::object();
+  json after = json::object();
+  AuthContext reader{(*session)->workspace_id, "", "", kScopeRead};
+  std::string events;
+  for (const std::string& uri : uris) {
+    std::string trace = NewId("trc_", clock_);
+    ToolContext ctx{reader, store_, clock_, trace, nullptr, [](json) {}};
+    auto read = tools_.catalog().Read(uri, ctx);
+    if (!read.ok()) {
+      // Not found, or the store cannot answer now: unchanged until it reads again.
+      if (before.contains(uri)) after[uri] = before[uri];
+      continue;
+    }
+    // The digest of what a reader sees, less the moment it was read ("as_of").
+    std::string seen;
+    for (json& c : *read) {
+      if (c.contains("text") && c["text"].is_string()) {
+        json body = json::parse(c["text"].get<std::string>(), nullptr, false);
+        if (body.is_object()) body.erase("as_of");
+        seen += body.dump();
+      } else {
+        seen += c.dump();
+      }
+    }
+    std::string digest = Sha256Hex(seen);
+    after[uri] = digest;
+    if (before.contains(uri) && before[uri] != digest) {
+      json note = {{"jsonrpc", "2.0"},
+                   {"method", "notifications/resources/updated"},
+                   {"params", {{"uri", uri}}}};
+      events += "event: message\ndata: " + note.dump() + "\n\n";
+    }
+  }
+  state = after.dump();
+  return events;
+}
+
+std::variant<json, RpcFailure> McpServer::SetLogLevel(const McpRequest& req, const json& params) {
+  const std::string* level = StringParam(params, "level");
+  if (level == nullptr || LogLevelIndex(*level) < 0) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: level must be one of debug, info, notice, warning, "
+                       "error, critical, alert, emergency",
+                       {}}};
+  }
+  if (req.transport == McpTransport::kStdio) {
+    std::lock_guard<std::mutex> lock(stdio_mu_);
+    stdio_log_level_ = *level;
+    return json::object();
+  }
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    auto set = tx.sessions().SetLogLevel(req.auth->workspace_id, *req.session_id, *level);
+    if (!set.ok()) return set.status();
+    return *set ? Status::Ok() : Status::NotFound("Session not found");
+  });
+  if (st.code() == Code::kNotFound) {
+    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
+                      Disposition::kUnknownSession};
+  }
+  if (!st.ok()) {
+    spdlog::warn("logging/setLevel: {}", st.message());
+    return RpcFailure{
+        {rpc::kInternalError, "Service unavailable: the level cannot be kept now; retry", {}},
+        Disposition::kUnavailable};
+  }
+  return json::object();
+}
+
+std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std::string& method,
+                                                                       const json& params,
+                                                                       const AuthContext& auth,
+                                                                       McpResponse& out,
+                                                                       bool modern) {
+  const Catalog& catalog = tools_.catalog();
+  // List results hold no user data and change only with a release (2026-07-28 caching).
+  auto cacheable = [modern](json result) {
+    if (modern) {
+      result["ttlMs"] = kListTtlMs;
+      result["cacheScope"] = "public";
+    }
+    return result;
+  };
+  bool is_list = method == "resources/list" || method == "resources/templates/list" ||
+                 method == "prompts/list";
+  if (is_list && params.contains("cursor")) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: unknown cursor", {}}};
+  }
+  if (method == "resources/list") return cacheable({{"resources", catalog.ResourcesJson()}});
+  if (method == "resources/templates/list") {
+    return cacheable({{"resourceTemplates", catalog.TemplatesJson()}});
+  }
+  if (method == "prompts/list") return cacheable({{"prompts", catalog.PromptsJson()}});
+  if (method != "resources/read" && method != "prompts/get" && method != "completion/complete") {
+    return std::nullopt;
+  }
+  ToolContext ctx{
+      auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
+        out.notifications.push_back(std::move(n));
+      }};
+  if (modern) {  // a prompt, like a tool, may ask the client for input first
+    if (ctx.meta.is_object()) {
+      ctx.client_elicits = FormElicitation(ctx.meta.value(kMetaCapabilities, json::object()));
+    }
+    ctx.input_responses = params.value("inputResponses", json(nullptr));
+    if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
+    if (params.contains("requestState") && params["requestState"].is_string()) {
+      ctx.request_state = params["requestState"];
+    }
+  }
+  if (method == "resources/read") {
+    const std::string* uri = StringParam(params, "uri");
+    if (uri == nullptr) {
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
+    }
+    auto read = catalog.Read(*uri, ctx);
+    if (read.status().code() == Code::kNotFound) {
+      out.status = "resource_not_found";
+      return RpcFailure{{modern ? rpc::kInvalidParams : kLegacyResourceNotFound,
+                         "Resource not found",
+                         {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
+    }
+    if (!read.ok()) return CatalogFailure(read.status());
+    json result = {{"contents", std::move(*read)}};
+    if (modern) {
+      // The caller's own data, as of now.
+      result["ttlMs"] = 0;
+      result["cacheScope"] = "private";
+    }
+    return result;
+  }
+  if (method == "prompts/get") {
+    const std::string* name = StringParam(params, "name");
+    if (name == nullptr) {
+      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
+    }
+    auto got = catalog.GetPrompt(*name, params.value("arguments", json(nullptr)), ctx);
+    if (!got.ok()) return CatalogFailure(got.status());
+    return std::move(*got);
+  }
+  // completion/complete
+  auto ref = params.find("ref");
+  auto argument = params.find("argument");
+  if (ref == params.end() || argument == params.end() || !argument->is_object() ||
+      StringParam(*argument, "name") == nullptr || StringParam(*argument, "value") == nullptr) {
+    return RpcFailure{{rpc::kInvalidParams,
+                       "Invalid params: \"ref\" and \"argument\" {name, value} are required",
+                       {}}};
+  }
+  const std::string& value = *StringParam(*argument, "value");
+  if (value.size() > limits::kMaxResourceUriChars) {
+    return RpcFailure{{rpc::kInvalidParams, "Invalid params: argument value too long", {}}};
+  }
+  Arguments context;
+  if (auto c = params.find("context"); c != params.end() && c->is_object()) {
+    if (auto a = c->find("arguments"); a != c->end() && a->is_object()) {
+      for (const auto& [k, v] : a->items()) {
+        if (v.is_string()) context[k] = v.get<std::string>();
+      }
+    }
+  }
+  auto completed = catalog.Complete(*ref, *StringParam(*argument, "name"), value, context, ctx);
+  if (!completed.ok()) return CatalogFailure(completed.status());
+  return json{{"completion", std::move(*completed)}};
 }
 
 Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) {

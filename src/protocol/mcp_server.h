@@ -124,6 +124,11 @@ class McpServer {
                              McpSession* found = nullptr);
   Result<bool> EndSession(const std::string& id, const AuthContext& auth);
   bool HasSession(const std::string& id);
+  // What session `id`'s GET /mcp stream sends next: notifications/resources/updated for each
+  // subscribed resource whose content changed since the last poll (`state` keeps a digest of
+  // each, empty at first), empty if none; nullopt once the session is gone. Polled every
+  // limits::kSubscriptionPoll. Any instance can serve it (subscriptions are in the store).
+  std::optional<std::string> SessionStreamNext(const std::string& id, std::string& state);
   // Whether tool `name` only reads (unknown names: false).
   bool IsReadOnlyTool(std::string_view name) const { return tools_.IsReadOnly(name); }
   // Whether a tools/call whose Mcp-Name header is `name_header` (null: none) may wait on
@@ -162,7 +167,23 @@ class McpServer {
   // session's client declared elicitation). Fills out.tool and out.status.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out,
-                                                    bool modern, bool session_elicits = false);
+                                                    bool modern, bool session_elicits = false,
+                                                    int log_threshold = -1);
+  // resources/*, prompts/* and completion/complete for either era; nullopt if `method` is
+  // none of them.
+  std::optional<std::variant<nlohmann::json, RpcFailure>> CatalogMethod(
+      const std::string& method, const nlohmann::json& params, const AuthContext& auth,
+      McpResponse& out, bool modern);
+  // logging/setLevel in a 2025-11-25 session.
+  std::variant<nlohmann::json, RpcFailure> SetLogLevel(const McpRequest& req,
+                                                       const nlohmann::json& params);
+  // The capabilities of initialize and server/discover (`subscribe`: resources/subscribe
+  // is served: HTTP sessions, whose GET stream carries the updates).
+  nlohmann::json Capabilities(bool subscribe = false) const;
+  // resources/subscribe and resources/unsubscribe in a 2025-11-25 HTTP session.
+  std::variant<nlohmann::json, RpcFailure> Subscription(const McpRequest& req,
+                                                        const std::string& method,
+                                                        const nlohmann::json& params);
   // A 2025-11-25 input-required tool result, sent as its elicitation/create request on a
   // held stream.
   McpResponse HoldForAnswer(const AuthContext& auth, const nlohmann::json& id,
@@ -183,6 +204,9 @@ class McpServer {
   CallQuotas call_quotas_;
   SessionLimits session_limits_;
   ActionConfig actions_;
+
+  std::mutex stdio_mu_;
+  std::string stdio_log_level_;  // the stdio session's (a process serves one)
 
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session

@@ -270,7 +270,8 @@ TEST_F(SessionIdsAtRestTest, TheAreaHashesEveryIdItIsGiven) {
   TimePoint t0 = clock_.Now();
   ASSERT_TRUE(store_
                   ->Write([&](WriteTx& tx) {
-                    return tx.sessions().Insert(McpSession{"clear-id", auth_.workspace_id, t0, t0});
+                    return tx.sessions().Insert(
+                        McpSession{"clear-id", auth_.workspace_id, t0, t0, false, ""});
                   })
                   .ok());
   EXPECT_EQ(StoredSessionIds(store_), std::vector<std::string>{Sha256Hex("clear-id")});

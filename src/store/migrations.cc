@@ -502,6 +502,23 @@ ALTER TABLE rules ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
 UPDATE rules SET status = 'retired' WHERE active = 0;
 ALTER TABLE rules ADD COLUMN learned TEXT NOT NULL DEFAULT '{}';
 )sql"},
+      {24, "a session's log level (logging/setLevel)", R"sql(
+-- A 2025-11-25 session's client may ask for log notifications from a level up; the level
+-- is the session's, kept with it so that every instance sending on it honours it. '': none
+-- asked for, none sent.
+ALTER TABLE mcp_sessions ADD COLUMN log_level TEXT NOT NULL DEFAULT '';
+)sql"},
+      {25, "a session's resource subscriptions (resources/subscribe)", R"sql(
+-- The resources a 2025-11-25 session subscribed to: the instance holding its GET stream
+-- looks here, whichever instance took the subscribe. session_id is the session's stored
+-- id (SHA-256, as mcp_sessions.id); rows go with their session.
+CREATE TABLE mcp_subscriptions (
+  session_id TEXT NOT NULL,
+  uri        TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, uri)
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -50,6 +50,9 @@ struct McpSession {
   TimePoint created_at;
   TimePoint last_used;
   bool client_elicits = false;  // its client can ask its user by a form (elicitation)
+  // The least severe log level its client asked for (logging/setLevel); empty: none asked,
+  // no log notifications.
+  std::string log_level;
 };
 
 // Tool calls counted in the current minute and local day, for a workspace (all its tokens)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -29,6 +30,8 @@ class SessionsReader {
     int64_t total = 0, workspace = 0, token = 0;
   };
   Result<Counts> CountFor(TimePoint since, const std::string& ws, const std::string& token_id);
+  // The resource URIs session `id` subscribed to, oldest first.
+  Result<std::vector<std::string>> Subscriptions(const std::string& id);
 
  protected:
   TxState& s_;
@@ -40,6 +43,13 @@ class SessionsWriter : public SessionsReader {
   // `token_id`: the token that opened it (counted by CountFor).
   Status Insert(const McpSession& s, const std::string& token_id = "");
   Status Touch(const std::string& id, TimePoint at);
+  // Sets session `id`'s log level (logging/setLevel). False if `ws` has no session `id`.
+  Result<bool> SetLogLevel(const std::string& ws, const std::string& id, const std::string& level);
+  // Subscribes session `id` of `ws` to `uri` (again: no change). False if `ws` has no
+  // session `id`.
+  Result<bool> Subscribe(const std::string& ws, const std::string& id, const std::string& uri,
+                         TimePoint at);
+  Status Unsubscribe(const std::string& id, const std::string& uri);
   // False if `ws` has no session `id`.
   Result<bool> Delete(const std::string& ws, const std::string& id);
   // Forgets sessions last used before `before`.

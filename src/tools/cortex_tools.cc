@@ -16,7 +16,7 @@ Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config) {
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleListTool()));
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleAcceptTool()));
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleRejectTool()));
-  return Status::Ok();
+  return RegisterCortexResources(registry);
 }
 
 }  // namespace cortex

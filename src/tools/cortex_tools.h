@@ -29,6 +29,10 @@ ToolDef RuleDecisionTool(bool accept);
 // decision.inspect's body for `d` (seed 003's shape).
 nlohmann::json DecisionInspectBody(const Decision& d);
 
+// Registers the MCP resources, resource templates and prompts (cortex_resources.cc) in
+// registry.catalog(). They read through the registry's tools: it must outlive them.
+Status RegisterCortexResources(ToolRegistry& registry);
+
 // Registers every Cortex tool, in the order tools/list shows them. The action tools keep a
 // reference to `config`, which must outlive the registry.
 Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config);

@@ -61,6 +61,21 @@ const ToolRegistry::Entry* ToolRegistry::Find(std::string_view name) const {
   return nullptr;
 }
 
+int LogLevelIndex(std::string_view level) {
+  for (size_t i = 0; i < std::size(kLogLevels); ++i) {
+    if (level == kLogLevels[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void LogToClient(ToolContext& ctx, std::string_view level, json data) {
+  int index = LogLevelIndex(level);
+  if (ctx.log_threshold < 0 || index < ctx.log_threshold || !ctx.notify) return;
+  ctx.notify({{"jsonrpc", "2.0"},
+              {"method", "notifications/message"},
+              {"params", {{"level", std::string(level)}, {"logger", "cortex"}, {"data", data}}}});
+}
+
 bool ToolRegistry::Has(const std::string& name) const { return Find(name) != nullptr; }
 
 bool ToolRegistry::IsReadOnly(std::string_view name) const {
@@ -71,6 +86,13 @@ bool ToolRegistry::IsReadOnly(std::string_view name) const {
 bool ToolRegistry::CallsOut(std::string_view name) const {
   const Entry* entry = Find(name);
   return entry != nullptr && entry->def.calls_out;
+}
+
+const std::vector<std::string>& ToolRegistry::RequiredClientCapabilities(
+    std::string_view name) const {
+  static const std::vector<std::string> kNone;
+  const Entry* entry = Find(name);
+  return entry != nullptr ? entry->def.required_client_capabilities : kNone;
 }
 
 bool ToolRegistry::AnyCallsOut() const {

@@ -13,6 +13,7 @@
 #include "core/json_schema.h"
 #include "engines/tokens.h"
 #include "store/store.h"
+#include "tools/catalog.h"
 #include "tools/tool_result.h"
 
 namespace cortex {
@@ -32,7 +33,20 @@ struct ToolContext {
   bool client_elicits = false;
   nlohmann::json input_responses = nullptr;  // params.inputResponses, or null
   std::string request_state = {};            // params.requestState, or empty
+  // The least severe level of log notifications the client asked for (an index into
+  // kLogLevels): logging/setLevel in a 2025-11-25 session, _meta's logLevel in a
+  // 2026-07-28 request. -1: it asked for none.
+  int log_threshold = -1;
 };
+
+// The MCP log levels (RFC 5424 severities), least severe first.
+inline constexpr const char* kLogLevels[] = {"debug", "info",     "notice", "warning",
+                                             "error", "critical", "alert",  "emergency"};
+// The index of `level` in kLogLevels, or -1.
+int LogLevelIndex(std::string_view level);
+// Sends a notifications/message to the client if it asked for `level` (ctx.log_threshold).
+// REQUIRES: `level` is one of kLogLevels.
+void LogToClient(ToolContext& ctx, std::string_view level, nlohmann::json data);
 
 using ToolHandler = std::function<ToolReply(ToolContext&, const nlohmann::json& args)>;
 
@@ -47,6 +61,9 @@ struct ToolDef {
   // The handler may wait on the network (a model drafting a message): it must not run
   // where waiting holds up other requests (an I/O thread).
   bool calls_out = false;
+  // Client capabilities the tool cannot work without (e.g. "sampling"): a 2026-07-28 call
+  // from a client that did not declare them is refused with -32021.
+  std::vector<std::string> required_client_capabilities = {};
   ToolHandler handler;
 };
 
@@ -62,6 +79,8 @@ class ToolRegistry {
   bool IsReadOnly(std::string_view name) const;
   // Whether tool `name` may wait on the network (ToolDef::calls_out); false if unknown.
   bool CallsOut(std::string_view name) const;
+  // ToolDef::required_client_capabilities of tool `name` (empty if unknown).
+  const std::vector<std::string>& RequiredClientCapabilities(std::string_view name) const;
   // Whether any tool may (for a call whose tool is not known in advance).
   bool AnyCallsOut() const;
 
@@ -72,6 +91,10 @@ class ToolRegistry {
   // When on, every successful structured result is checked against its outputSchema, and
   // a mismatch is an internal_error (tests turn this on).
   void set_check_output(bool on) { check_output_ = on; }
+
+  // The resources and prompts served beside the tools (tools/catalog.h).
+  Catalog& catalog() { return catalog_; }
+  const Catalog& catalog() const { return catalog_; }
 
  private:
   struct Entry {
@@ -84,6 +107,7 @@ class ToolRegistry {
   std::vector<Entry> tools_;
   nlohmann::json list_ = nlohmann::json::array();
   bool check_output_ = false;
+  Catalog catalog_;
 };
 
 }  // namespace cortex

@@ -60,6 +60,14 @@ ToolReply ToolReply::InputRequired(json input_requests, std::string request_stat
   return r;
 }
 
+ToolReply ToolReply::InvalidParams(std::string message) {
+  ToolReply r;
+  r.body_ = {{"message", std::move(message)}};
+  r.is_error_ = true;
+  r.invalid_params_ = true;
+  return r;
+}
+
 json ToolReply::ToCallToolResult() && {
   if (raw_) return std::move(body_);
   // Built member by member: an initializer list would copy the body's text and tree.

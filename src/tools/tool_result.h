@@ -28,9 +28,13 @@ class ToolReply {
   // A 2026-07-28 InputRequiredResult: the client is to fulfil `input_requests` (e.g. an
   // elicitation) and retry the call with the answers and `request_state`.
   static ToolReply InputRequired(nlohmann::json input_requests, std::string request_state);
+  // Not a result: the request's params are refused (JSON-RPC -32602), e.g. a requestState
+  // that fails its integrity check.
+  static ToolReply InvalidParams(std::string message);
 
   bool is_error() const { return is_error_; }
   bool is_raw() const { return raw_; }
+  bool is_invalid_params() const { return invalid_params_; }
   const nlohmann::json& body() const { return body_; }
   // The CallToolResult for the wire (takes the body: no copy of a large result).
   nlohmann::json ToCallToolResult() &&;
@@ -39,6 +43,7 @@ class ToolReply {
   nlohmann::json body_;
   bool is_error_ = false;
   bool raw_ = false;
+  bool invalid_params_ = false;  // body is {"message": ...}
 };
 
 }  // namespace cortex

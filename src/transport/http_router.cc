@@ -216,9 +216,9 @@ std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std
     return inbox_->Poll(stream.substr(kInboxStream.size()), state);
   }
   if (McpServer::IsHeldStream(stream)) return mcp_.HeldStreamNext(stream, state);
-  // An MCP session's stream: nothing is sent unprompted yet; it lasts as long as the session.
-  if (!mcp_.HasSession(stream)) return std::nullopt;
-  return std::string();
+  // An MCP session's stream: updates of the resources it subscribed to, for as long as the
+  // session lasts.
+  return mcp_.SessionStreamNext(stream, state);
 }
 
 void HttpRouter::StreamClosed(const std::string& stream) {
@@ -470,6 +470,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     r.headers.emplace_back("Mcp-Session-Id", *session);
     r.open_stream = true;
     r.stream = *session;
+    r.stream_poll = limits::kSubscriptionPoll;
     return r;
   }
   if (req.method == "DELETE") {

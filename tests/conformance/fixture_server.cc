@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "app.h"
+#include "core/crypto.h"
 #include "core/log.h"
 #include "engines/config.h"
 
@@ -40,6 +41,312 @@ ToolDef Fixture(std::string name, std::string description, json content, bool is
   if (is_error) result["isError"] = true;
   return Tool(std::move(name), std::move(description), NoArgs(),
               [result](ToolContext&, const json&) { return ToolReply::Raw(result); });
+}
+
+json UserMessage(json content) { return {{"role", "user"}, {"content", std::move(content)}}; }
+json Text(std::string text) { return {{"type", "text"}, {"text", std::move(text)}}; }
+
+// --- input-required results (2026-07-28): state signed with a key of this process ---
+
+const std::string& StateKey() {
+  static const std::string key = cortex::RandomHex(32);
+  return key;
+}
+// `payload` (JSON) with its HMAC: the client carries it between rounds, and cannot alter it.
+std::string SignState(const json& payload) {
+  std::string text = payload.dump();
+  return text + "." + cortex::HmacSha256Hex(StateKey(), text);
+}
+// The payload of a state SignState made, or nullopt if it was altered.
+std::optional<json> VerifyState(const std::string& state) {
+  size_t dot = state.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  std::string text = state.substr(0, dot);
+  if (!cortex::ConstantTimeEquals(state.substr(dot + 1), cortex::HmacSha256Hex(StateKey(), text))) {
+    return std::nullopt;
+  }
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+json Elicit(std::string message, const char* field, const char* type) {
+  return {{"method", "elicitation/create"},
+          {"params",
+           {{"message", std::move(message)},
+            {"requestedSchema",
+             {{"type", "object"},
+              {"properties", {{field, {{"type", type}}}}},
+              {"required", {field}}}}}}};
+}
+json Sample(std::string text) {
+  return {
+      {"method", "sampling/createMessage"},
+      {"params",
+       {{"messages", json::array({{{"role", "user"},
+                                   {"content", {{"type", "text"}, {"text", std::move(text)}}}}})},
+        {"maxTokens", 100}}}};
+}
+json ListRoots() { return {{"method", "roots/list"}, {"params", json::object()}}; }
+ToolReply TextReply(std::string text) {
+  return ToolReply::Raw(
+      {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})}});
+}
+bool Answered(const ToolContext& ctx, const char* key) {
+  return ctx.input_responses.is_object() && ctx.input_responses.contains(key);
+}
+// What an elicitation answer holds in `field`, or "".
+std::string Field(const ToolContext& ctx, const char* key, const char* field) {
+  const json& r = ctx.input_responses[key];
+  if (!r.is_object() || !r.contains("content") || !r["content"].is_object()) return "";
+  const json& v = r["content"].value(field, json());
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+Status RegisterInputRequired(cortex::ToolRegistry& r) {
+  CORTEX_RETURN_IF_ERROR(
+      r.Add(Tool("test_input_required_result_elicitation", "Asks the user's name, then greets them",
+                 NoArgs(), [](ToolContext& ctx, const json&) {
+                   if (!Answered(ctx, "user_name")) {
+                     return ToolReply::InputRequired(
+                         {{"user_name", Elicit("What is your name?", "name", "string")}}, "");
+                   }
+                   return TextReply("Hello, " + Field(ctx, "user_name", "name") + "!");
+                 })));
+  CORTEX_RETURN_IF_ERROR(
+      r.Add(Tool("test_input_required_result_sampling", "Asks the client's model a question",
+                 NoArgs(), [](ToolContext& ctx, const json&) {
+                   if (!Answered(ctx, "capital_question")) {
+                     return ToolReply::InputRequired(
+                         {{"capital_question", Sample("What is the capital of France?")}}, "");
+                   }
+                   const json& answer = ctx.input_responses["capital_question"];
+                   std::string text = answer.is_object() && answer.contains("content") &&
+                                              answer["content"].is_object()
+                                          ? answer["content"].value("text", "")
+                                          : "";
+                   return TextReply("Sampling response: " + text);
+                 })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_input_required_result_list_roots", "Asks the client for its roots", NoArgs(),
+           [](ToolContext& ctx, const json&) {
+             if (!Answered(ctx, "client_roots")) {
+               return ToolReply::InputRequired({{"client_roots", ListRoots()}}, "");
+             }
+             return TextReply("Roots received: " + ctx.input_responses["client_roots"].dump());
+           })));
+  // Tools whose rounds carry signed state: round 1 asks, the next checks the state first.
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "test_input_required_result_request_state", "Round-trips a signed requestState", NoArgs(),
+      [](ToolContext& ctx, const json&) {
+        if (ctx.request_state.empty()) {
+          return ToolReply::InputRequired({{"confirm", Elicit("Please confirm", "ok", "boolean")}},
+                                          SignState({{"round", 1}}));
+        }
+        auto state = VerifyState(ctx.request_state);
+        if (!state) return ToolReply::InvalidParams("requestState failed its integrity check");
+        if (!Answered(ctx, "confirm")) {
+          return ToolReply::InvalidParams("inputResponses lacks 'confirm'");
+        }
+        return TextReply("state-ok: confirmed");
+      })));
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "test_input_required_result_tampered_state", "Refuses a requestState that was altered",
+      NoArgs(), [](ToolContext& ctx, const json&) {
+        if (ctx.request_state.empty()) {
+          return ToolReply::InputRequired({{"confirm", Elicit("Please confirm", "ok", "boolean")}},
+                                          SignState({{"round", 1}}));
+        }
+        if (!VerifyState(ctx.request_state)) {
+          return ToolReply::InvalidParams("requestState failed its integrity check");
+        }
+        return TextReply("state-ok");
+      })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_input_required_result_multi_round", "Asks twice, carrying the first answer",
+           NoArgs(), [](ToolContext& ctx, const json&) {
+             if (ctx.request_state.empty()) {
+               return ToolReply::InputRequired(
+                   {{"step1", Elicit("Step 1: What is your name?", "name", "string")}},
+                   SignState({{"round", 1}}));
+             }
+             auto state = VerifyState(ctx.request_state);
+             if (!state || !state->is_object()) {
+               return ToolReply::InvalidParams("requestState failed its integrity check");
+             }
+             if (state->value("round", 0) == 1 && Answered(ctx, "step1")) {
+               return ToolReply::InputRequired(
+                   {{"step2", Elicit("Step 2: What is your favorite color?", "color", "string")}},
+                   SignState({{"round", 2}, {"name", Field(ctx, "step1", "name")}}));
+             }
+             if (state->value("round", 0) == 2 && Answered(ctx, "step2")) {
+               return TextReply("Hello " + state->value("name", std::string()) + ", you like " +
+                                Field(ctx, "step2", "color"));
+             }
+             return ToolReply::InvalidParams("inputResponses do not answer this round");
+           })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_input_required_result_multiple_inputs", "Asks for three inputs at once", NoArgs(),
+           [](ToolContext& ctx, const json&) {
+             if (ctx.request_state.empty()) {
+               return ToolReply::InputRequired(
+                   {{"user_name", Elicit("What is your name?", "name", "string")},
+                    {"greeting", Sample("Generate a greeting")},
+                    {"client_roots", ListRoots()}},
+                   SignState({{"round", 1}}));
+             }
+             if (!VerifyState(ctx.request_state)) {
+               return ToolReply::InvalidParams("requestState failed its integrity check");
+             }
+             for (const char* key : {"user_name", "greeting", "client_roots"}) {
+               if (!Answered(ctx, key)) {
+                 return ToolReply::InvalidParams(std::string("inputResponses lacks '") + key + "'");
+               }
+             }
+             return TextReply("All inputs received for " + Field(ctx, "user_name", "name"));
+           })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_input_required_result_capabilities",
+           "Asks only by the means the client declared (sampling, elicitation)", NoArgs(),
+           [](ToolContext& ctx, const json&) {
+             json caps = ctx.meta.is_object()
+                             ? ctx.meta.value("io.modelcontextprotocol/clientCapabilities", json())
+                             : json();
+             json requests = json::object();
+             if (caps.is_object() && caps.contains("sampling")) {
+               requests["greeting"] = Sample("Generate a greeting");
+             }
+             if (caps.is_object() && caps.contains("elicitation")) {
+               requests["user_name"] = Elicit("What is your name?", "name", "string");
+             }
+             if (requests.empty() || ctx.input_responses.is_object()) {
+               return TextReply("Nothing to ask this client");
+             }
+             return ToolReply::InputRequired(std::move(requests), "");
+           })));
+  // Diagnostic tools of the server-stateless scenario.
+  ToolDef needs_sampling =
+      Tool("test_missing_capability", "Needs the client's sampling capability", NoArgs(),
+           [](ToolContext&, const json&) { return TextReply("sampled"); });
+  needs_sampling.required_client_capabilities = {"sampling"};
+  CORTEX_RETURN_IF_ERROR(r.Add(std::move(needs_sampling)));
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "test_streaming_elicitation", "Asks the user (an input-required result, never a request)",
+      NoArgs(), [](ToolContext& ctx, const json&) {
+        if (!Answered(ctx, "user_name")) {
+          return ToolReply::InputRequired(
+              {{"user_name", Elicit("What is your name?", "name", "string")}}, "");
+        }
+        return TextReply("Hello, " + Field(ctx, "user_name", "name") + "!");
+      })));
+  return Status::Ok();
+}
+
+void AddPromptWithInput(cortex::Catalog& c, Status& st) {
+  if (!st.ok()) return;
+  st = c.AddPrompt({
+      .name = "test_input_required_result_prompt",
+      .description = "A prompt that asks the user for context first",
+      .get = [](ToolContext& ctx, const cortex::Arguments&) -> cortex::Result<json> {
+        if (!Answered(ctx, "user_context")) {
+          return json{{"resultType", "input_required"},
+                      {"inputRequests",
+                       {{"user_context",
+                         Elicit("What context should the prompt use?", "context", "string")}}}};
+        }
+        return json{{"messages",
+                     json::array({UserMessage(
+                         Text("Use this context: " + Field(ctx, "user_context", "context")))})}};
+      },
+  });
+}
+
+// A resource whose one content is `content` (uri and mimeType added).
+cortex::ResourceDef Resource(std::string uri, std::string name, std::string description,
+                             std::string mime_type, json content) {
+  return cortex::ResourceDef{
+      .uri = uri,
+      .name = std::move(name),
+      .description = std::move(description),
+      .mime_type = mime_type,
+      .read = [content, mime_type](ToolContext&, const std::string& uri,
+                                   const cortex::Arguments&) -> cortex::Result<json> {
+        json c = content;
+        c["uri"] = uri;
+        c["mimeType"] = mime_type;
+        return json::array({c});
+      },
+  };
+}
+
+Status RegisterCatalog(cortex::Catalog& c) {
+  CORTEX_RETURN_IF_ERROR(c.AddResource(
+      Resource("test://static-text", "static-text", "A static text resource", "text/plain",
+               {{"text", "This is the content of the static text resource."}})));
+  CORTEX_RETURN_IF_ERROR(c.AddResource(Resource("test://static-binary", "static-binary",
+                                                "A static binary resource (a PNG image)",
+                                                "image/png", {{"blob", kPng}})));
+  CORTEX_RETURN_IF_ERROR(c.AddResource(Resource("test://watched-resource", "watched-resource",
+                                                "A resource to subscribe to", "text/plain",
+                                                {{"text", "Watched resource content"}})));
+  CORTEX_RETURN_IF_ERROR(c.AddResource({
+      .uri = "test://template/{id}/data",
+      .name = "template-data",
+      .description = "Data for an id, from a resource template",
+      .read = [](ToolContext&, const std::string& uri,
+                 const cortex::Arguments& vars) -> cortex::Result<json> {
+        json body = {{"id", vars.at("id")},
+                     {"templateTest", true},
+                     {"data", "Data for ID: " + vars.at("id")}};
+        return json::array(
+            {{{"uri", uri}, {"mimeType", "application/json"}, {"text", body.dump()}}});
+      },
+  }));
+  auto fixed = [](json messages) {
+    return [messages](ToolContext&, const cortex::Arguments&) -> cortex::Result<json> {
+      return json{{"messages", messages}};
+    };
+  };
+  CORTEX_RETURN_IF_ERROR(c.AddPrompt({
+      .name = "test_simple_prompt",
+      .description = "A simple prompt without arguments",
+      .get = fixed(json::array({UserMessage(Text("This is a simple prompt for testing."))})),
+  }));
+  CORTEX_RETURN_IF_ERROR(c.AddPrompt({
+      .name = "test_prompt_with_arguments",
+      .description = "A prompt with two required arguments",
+      .arguments = {{"arg1", "First test argument", true}, {"arg2", "Second test argument", true}},
+      .get = [](ToolContext&, const cortex::Arguments& a) -> cortex::Result<json> {
+        return json{{"messages",
+                     json::array({UserMessage(Text("Prompt with arguments: arg1='" + a.at("arg1") +
+                                                   "', arg2='" + a.at("arg2") + "'"))})}};
+      },
+      .complete = [](ToolContext&, const std::string&, const std::string& value,
+                     const cortex::Arguments&) -> cortex::Result<std::vector<std::string>> {
+        return cortex::StartingWith({"paris", "park", "party", "test", "testing", "tested"}, value);
+      },
+  }));
+  CORTEX_RETURN_IF_ERROR(c.AddPrompt({
+      .name = "test_prompt_with_embedded_resource",
+      .description = "A prompt that embeds the resource it is given",
+      .arguments = {{"resourceUri", "URI of the resource to embed", true}},
+      .get = [](ToolContext&, const cortex::Arguments& a) -> cortex::Result<json> {
+        return json{
+            {"messages",
+             json::array({UserMessage({{"type", "resource"},
+                                       {"resource",
+                                        {{"uri", a.at("resourceUri")},
+                                         {"mimeType", "text/plain"},
+                                         {"text", "Embedded resource content for testing."}}}}),
+                          UserMessage(Text("Please process the embedded resource above."))})}};
+      },
+  }));
+  CORTEX_RETURN_IF_ERROR(c.AddPrompt({
+      .name = "test_prompt_with_image",
+      .description = "A prompt with an image",
+      .get = fixed(
+          json::array({UserMessage({{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}}),
+                       UserMessage(Text("Please analyze the image above."))})),
+  }));
+  return Status::Ok();
 }
 
 Status RegisterFixtures(cortex::ToolRegistry& r, const cortex::EngineConfig&) {
@@ -103,7 +410,32 @@ Status RegisterFixtures(cortex::ToolRegistry& r, const cortex::EngineConfig&) {
                    return ToolReply::Raw(
                        {{"content", json::array({{{"type", "text"}, {"text", args.dump()}}})}});
                  })));
-  return Status::Ok();
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool(
+      "test_tool_with_logging", "Sends three info log messages, 50 ms apart, then returns",
+      NoArgs(), [](ToolContext& ctx, const json&) {
+        for (const char* text :
+             {"Tool execution started", "Tool processing data", "Tool execution completed"}) {
+          cortex::LogToClient(ctx, "info", text);
+          if (std::string_view(text) != "Tool execution completed") {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        }
+        return ToolReply::Raw(
+            {{"content", json::array({{{"type", "text"}, {"text", "Logging test completed"}}})}});
+      })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_logging_tool", "Sends three info log messages (when the request asks for them)",
+           NoArgs(), [](ToolContext& ctx, const json&) {
+             for (const char* text :
+                  {"Tool execution started", "Tool processing data", "Tool execution completed"}) {
+               cortex::LogToClient(ctx, "info", text);
+             }
+             return TextReply("Logging test completed");
+           })));
+  CORTEX_RETURN_IF_ERROR(RegisterInputRequired(r));
+  Status st = RegisterCatalog(r.catalog());
+  AddPromptWithInput(r.catalog(), st);
+  return st;
 }
 
 }  // namespace

@@ -6,10 +6,15 @@
 #   CORTEX_BIN=build/cortex CONFORMANCE_SERVER_BIN=build/conformance_server \
 #     tests/conformance/run.sh
 #
+# Two suites: 0.1.16 (scenario by scenario) and 0.2.0-alpha.12 (package alias
+# conformance-next), which runs whole requirement sets (--requirements 2026-07-28
+# and 2025-11-25) in one go each; its scenarios are scored from their checks.json.
+#
 # Phase 1: `cortex serve --insecure-no-auth` must pass every scenario in
-#          REQUIRED_SCENARIOS below.
-# Phase 2: the fixture server runs every other server scenario; the outcome is
-#          compared with expected-failures.txt (`scenario-name  # reason`).
+#          REQUIRED_SCENARIOS (0.1.16) and CORTEX_<set> (0.2) below.
+# Phase 2: the fixture server runs every other 0.1.16 scenario and every scored
+#          scenario of both requirement sets; the outcome is compared with
+#          expected-failures.txt (`scenario-name  # reason`, `SET:scenario-name`).
 #          An unexpected failure, or a listed scenario that now passes, fails
 #          the run.
 #
@@ -23,12 +28,16 @@
 #   CONFORMANCE_SKIP_FIXTURE=1       run phase 1 only
 #   CONFORMANCE_RESULTS_DIR=DIR      keep per-scenario checks.json/logs there
 #   CONFORMANCE_SCENARIO_TIMEOUT=S   per-scenario time limit (default 120 s)
+#   CONFORMANCE_REQUIREMENTS_TIMEOUT=S  time limit of one 0.2 requirement set (default 600 s)
 #   CONFORMANCE_WARNINGS_FAIL=1      WARNING checks count as failures
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 NODE="$HERE/node_modules/node/bin/node"
 SUITE="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# 0.2.0-alpha.12, installed under an alias beside 0.1.16 (package.json).
+SUITE_NEXT="$HERE/node_modules/conformance-next/dist/index.js"
+REQUIREMENT_SETS=(2026-07-28 2025-11-25)
 BASELINE="$HERE/expected-failures.txt"
 
 REQUIRED_SCENARIOS=(
@@ -39,7 +48,27 @@ REQUIRED_SCENARIOS=(
   dns-rebinding-protection
 )
 
+# The 0.2 suite's scenarios `cortex serve` must pass per requirement set: those that do
+# not depend on the suite's fixture names.
+CORTEX_2026_07_28=(
+  server-stateless
+  tools-list
+  server-sse-multiple-streams
+  dns-rebinding-protection
+  caching
+  sep-2164-resource-not-found
+)
+CORTEX_2025_11_25=(
+  server-initialize
+  ping
+  tools-list
+  logging-set-level
+  server-sse-multiple-streams
+  dns-rebinding-protection
+)
+
 SCENARIO_TIMEOUT="${CONFORMANCE_SCENARIO_TIMEOUT:-120}"
+REQUIREMENTS_TIMEOUT="${CONFORMANCE_REQUIREMENTS_TIMEOUT:-600}"
 WARNINGS_FAIL="${CONFORMANCE_WARNINGS_FAIL:-0}"
 
 die() { echo "conformance: $*" >&2; exit 1; }
@@ -57,7 +86,10 @@ if [[ ! -x "$NODE" || ! -f "$SUITE" ]]; then
   command -v npm >/dev/null || die "npm is required to install the suite"
   (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
 fi
-[[ -x "$NODE" && -f "$SUITE" ]] || die "suite install incomplete ($NODE / $SUITE missing)"
+if [[ ! -f "$SUITE_NEXT" ]]; then
+  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+[[ -x "$NODE" && -f "$SUITE" && -f "$SUITE_NEXT" ]] || die "suite install incomplete ($NODE / $SUITE missing)"
 node_major="$("$NODE" -p 'process.versions.node.split(".")[0]')"
 [[ "$node_major" == 22 ]] || die "expected Node 22 at $NODE, got $("$NODE" --version)"
 
@@ -122,10 +154,59 @@ TOTAL_SUCCESS=0
 TOTAL_FAILURE=0
 TOTAL_WARNING=0
 
-# run_scenario URL NAME [required] -> sets SC_VERDICT (pass|fail), prints a line.
+# score CHECKS NAME REQUIRED RC -> sets SC_VERDICT (pass|fail), prints a line.
 # A required scenario must also record at least one SUCCESS check, so a run
 # that only produced WARNING/INFO (e.g. server-sse-multiple-streams against a
 # server that issues no Mcp-Session-Id) does not count as passing.
+# With UNTESTABLE_OK=1 (cortex against the 0.2 suite), a FAILURE the suite itself marks
+# untestable (details.untestable: the server lacks a fixture tool such as
+# test_missing_capability) is printed but not counted.
+score() {
+  local checks="$1" name="$2" required="$3" rc="$4"
+  local counts="0 0 0 0 0"
+  if [[ -n "$checks" ]]; then
+    counts="$("$NODE" -e '
+      const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      const lenient = process.argv[2] === "1";
+      const untestable = (x) => x.status === "FAILURE" && x.details && x.details.untestable === true;
+      const n = (s) => c.filter((x) => x.status === s && !(lenient && untestable(x))).length;
+      console.log(n("SUCCESS"), n("FAILURE"), n("WARNING"), c.length, lenient ? c.filter(untestable).length : 0);
+    ' "$checks" "${UNTESTABLE_OK:-0}")"
+  fi
+  local ok bad warn all untestable
+  read -r ok bad warn all untestable <<<"$counts"
+  TOTAL_SUCCESS=$((TOTAL_SUCCESS + ok))
+  TOTAL_FAILURE=$((TOTAL_FAILURE + bad))
+  TOTAL_WARNING=$((TOTAL_WARNING + warn))
+
+  SC_VERDICT=pass
+  local why=""
+  if [[ -z "$checks" || "$all" -eq 0 ]]; then
+    SC_VERDICT=fail; why=" (no results; suite exit $rc)"
+  elif (( rc == 124 || rc == 137 )); then
+    SC_VERDICT=fail; why=" (timed out)"
+  elif (( bad > 0 )); then
+    SC_VERDICT=fail
+  elif [[ -n "$required" ]] && (( ok == 0 )); then
+    SC_VERDICT=fail; why=" (required scenario recorded no SUCCESS check)"
+  elif (( warn > 0 )) && [[ "$WARNINGS_FAIL" == 1 ]]; then
+    SC_VERDICT=fail; why=" (warnings count as failures)"
+  elif (( rc != 0 )); then
+    SC_VERDICT=fail; why=" (suite exit $rc)"
+  fi
+  (( untestable > 0 )) && why+=" ($untestable untestable without fixture tools)"
+  printf '  %-4s %-46s %2d ok, %d failed, %d warnings%s\n' \
+    "$( [[ $SC_VERDICT == pass ]] && echo PASS || echo FAIL )" "$name" "$ok" "$bad" "$warn" "$why"
+  if [[ -n "$checks" ]] && (( bad > 0 || warn > 0 )); then
+    "$NODE" -e '
+      const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      for (const x of c) if (x.status === "FAILURE" || x.status === "WARNING")
+        console.log(`         ${x.status} ${x.id}: ${x.errorMessage || (x.details && x.details.message) || x.description}`);
+    ' "$checks"
+  fi
+}
+
+# run_scenario URL NAME [required]: one 0.1.16 scenario -> SC_VERDICT.
 run_scenario() {
   local url="$1" name="$2" required="${3:-}"
   local safe="${name//\//_}"
@@ -138,47 +219,29 @@ run_scenario() {
     >"$log" 2>&1 || rc=$?
   local checks
   checks="$(find "$outdir" -name checks.json -print -quit)"
-  local counts="0 0 0 0"
-  if [[ -n "$checks" ]]; then
-    counts="$("$NODE" -e '
-      const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-      const n = (s) => c.filter((x) => x.status === s).length;
-      console.log(n("SUCCESS"), n("FAILURE"), n("WARNING"), c.length);
-    ' "$checks")"
-  fi
-  local ok bad warn all
-  read -r ok bad warn all <<<"$counts"
-  TOTAL_SUCCESS=$((TOTAL_SUCCESS + ok))
-  TOTAL_FAILURE=$((TOTAL_FAILURE + bad))
-  TOTAL_WARNING=$((TOTAL_WARNING + warn))
-
-  SC_VERDICT=pass
-  local why=""
-  if [[ -z "$checks" || "$all" -eq 0 ]]; then
-    SC_VERDICT=fail; why=" (no results; suite exit $rc)"
-  elif (( rc == 124 || rc == 137 )); then
-    SC_VERDICT=fail; why=" (timed out after ${SCENARIO_TIMEOUT}s)"
-  elif (( bad > 0 )); then
-    SC_VERDICT=fail
-  elif [[ -n "$required" ]] && (( ok == 0 )); then
-    SC_VERDICT=fail; why=" (required scenario recorded no SUCCESS check)"
-  elif (( warn > 0 )) && [[ "$WARNINGS_FAIL" == 1 ]]; then
-    SC_VERDICT=fail; why=" (warnings count as failures)"
-  elif (( rc != 0 )); then
-    SC_VERDICT=fail; why=" (suite exit $rc)"
-  fi
-  printf '  %-4s %-34s %2d ok, %d failed, %d warnings%s\n' \
-    "$( [[ $SC_VERDICT == pass ]] && echo PASS || echo FAIL )" "$name" "$ok" "$bad" "$warn" "$why"
-  if [[ -n "$checks" ]] && (( bad > 0 || warn > 0 )); then
-    "$NODE" -e '
-      const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-      for (const x of c) if (x.status === "FAILURE" || x.status === "WARNING")
-        console.log(`         ${x.status} ${x.id}: ${x.errorMessage || (x.details && x.details.message) || x.description}`);
-    ' "$checks"
-  fi
+  score "$checks" "$name" "$required" "$rc"
   if [[ $SC_VERDICT == fail && -z "$checks" ]]; then
     tail -n 20 "$log" | sed 's/^/         | /'
   fi
+}
+
+# run_requirements URL SET: the 0.2 suite's whole requirement set SET (2026-07-28 or
+# 2025-11-25: it runs every scenario the revision requires, at its wire, in one go) into
+# $RESULTS/$PHASE; sets REQ_RC. Score its scenarios with scenario_checks + score.
+run_requirements() {
+  local url="$1" set="$2"
+  mkdir -p "$RESULTS/$PHASE"
+  REQ_RC=0
+  timeout --kill-after=10 "$REQUIREMENTS_TIMEOUT" \
+    "$NODE" "$SUITE_NEXT" server --url "$url" --requirements "$set" -o "$RESULTS/$PHASE" \
+    >"$RESULTS/$PHASE.log" 2>&1 || REQ_RC=$?
+  # The suite exits 1 when any scenario of the set fails: each is scored by its checks.
+  (( REQ_RC == 1 )) && REQ_RC=0
+  return 0
+}
+# The checks.json of scenario NAME in the last run_requirements.
+scenario_checks() {
+  find "$RESULTS/$PHASE" -path "*/server-$1-20*/checks.json" -print -quit
 }
 
 # --- scenario lists ---
@@ -186,14 +249,30 @@ mapfile -t ALL_SCENARIOS < <("$NODE" "$SUITE" list --server | sed -n 's/^  - \([
 (( ${#ALL_SCENARIOS[@]} > 0 )) || die "could not list server scenarios"
 is_known() { local s; for s in "${ALL_SCENARIOS[@]}"; do [[ "$s" == "$1" ]] && return 0; done; return 1; }
 for s in "${REQUIRED_SCENARIOS[@]}"; do is_known "$s" || die "required scenario '$s' not in suite"; done
+# The scored server scenarios of each 0.2 requirement set ("2026-07-28 name ...").
+declare -A SET_SCENARIOS=()
+for set in "${REQUIREMENT_SETS[@]}"; do
+  SET_SCENARIOS[$set]="$("$NODE" "$SUITE_NEXT" list --server --requirements "$set" |
+    sed -n '/^Server scenarios/,/^$/s/^  - \([^ ]*\).*/\1/p' | tr '\n' ' ')"
+  [[ -n "${SET_SCENARIOS[$set]// /}" ]] || die "could not list the $set server scenarios"
+done
+in_set() { [[ " ${SET_SCENARIOS[$1]} " == *" $2 "* ]]; }
 
+# expected-failures.txt: `scenario  # reason` for 0.1.16, `SET:scenario  # reason` for a
+# requirement set of the 0.2 suite (2026-07-28:..., 2025-11-25:...).
 declare -A EXPECTED=()
 if [[ -f "$BASELINE" ]]; then
   while IFS= read -r line || [[ -n "$line" ]]; do
     line="${line%%#*}"
     line="$(echo "$line" | tr -d '[:space:]')"
     [[ -z "$line" ]] && continue
-    is_known "$line" || die "expected-failures.txt names unknown scenario '$line'"
+    if [[ "$line" == *:* ]]; then
+      set="${line%%:*}"
+      [[ -n "${SET_SCENARIOS[$set]:-}" ]] || die "expected-failures.txt names unknown requirement set '$set'"
+      in_set "$set" "${line#*:}" || die "expected-failures.txt names unknown $set scenario '${line#*:}'"
+    else
+      is_known "$line" || die "expected-failures.txt names unknown scenario '$line'"
+    fi
     EXPECTED["$line"]=1
   done <"$BASELINE"
 fi
@@ -207,7 +286,16 @@ STALE=()
 EXPECTED_FAILED=()
 PASSED=0
 
-# --- phase 1: cortex ---
+# tally KEY: files the last verdict under expected failure KEY's rules.
+tally() {
+  if [[ -n "${EXPECTED[$1]:-}" ]]; then
+    if [[ $SC_VERDICT == pass ]]; then STALE+=("$1"); else EXPECTED_FAILED+=("$1"); fi
+  else
+    if [[ $SC_VERDICT == pass ]]; then PASSED=$((PASSED + 1)); else UNEXPECTED_FAILED+=("$1"); fi
+  fi
+}
+
+# --- phase 1: cortex, 0.1.16, then each 0.2 requirement set ---
 PHASE=cortex
 PORT="$(free_port)"
 mkdir -p "$WORK/data"
@@ -215,31 +303,49 @@ start_server cortex "$PORT" \
   "$CORTEX_BIN" serve --insecure-no-auth --data "$WORK/data" --listen "127.0.0.1:$PORT" \
   || die "cortex did not start"
 URL="http://127.0.0.1:$PORT/mcp"
-echo "conformance: cortex at $URL"
+echo "conformance: cortex at $URL (0.1.16)"
 for s in "${REQUIRED_SCENARIOS[@]}"; do
   run_scenario "$URL" "$s" required
   if [[ $SC_VERDICT == pass ]]; then PASSED=$((PASSED + 1)); else REQUIRED_FAILED+=("$s"); fi
 done
+for set in "${REQUIREMENT_SETS[@]}"; do
+  PHASE="cortex-$set"
+  echo "conformance: cortex at $URL (0.2, --requirements $set)"
+  run_requirements "$URL" "$set"
+  list="CORTEX_${set//-/_}[@]"
+  for s in "${!list}"; do
+    in_set "$set" "$s" || die "cortex scenario '$s' is not required by $set"
+    UNTESTABLE_OK=1 score "$(scenario_checks "$s")" "$set:$s" required "$REQ_RC"
+    if [[ $SC_VERDICT == pass ]]; then PASSED=$((PASSED + 1)); else REQUIRED_FAILED+=("$set:$s"); fi
+  done
+done
 stop_server
 
-# --- phase 2: fixture server ---
+# --- phase 2: fixture server, 0.1.16 scenario by scenario, then each requirement set ---
 if [[ "${CONFORMANCE_SKIP_FIXTURE:-0}" != 1 ]]; then
   PHASE=fixture
   PORT="$(free_port)"
   start_server fixture "$PORT" "$CONFORMANCE_SERVER_BIN" --listen "127.0.0.1:$PORT" \
     || die "fixture server did not start"
   URL="http://127.0.0.1:$PORT/mcp"
-  echo "conformance: fixture server at $URL"
+  echo "conformance: fixture server at $URL (0.1.16)"
   for s in "${ALL_SCENARIOS[@]}"; do
     skip=0
     for r in "${REQUIRED_SCENARIOS[@]}"; do [[ "$r" == "$s" ]] && skip=1; done
     (( skip )) && continue
     run_scenario "$URL" "$s"
-    if [[ -n "${EXPECTED[$s]:-}" ]]; then
-      if [[ $SC_VERDICT == pass ]]; then STALE+=("$s"); else EXPECTED_FAILED+=("$s"); fi
-    else
-      if [[ $SC_VERDICT == pass ]]; then PASSED=$((PASSED + 1)); else UNEXPECTED_FAILED+=("$s"); fi
-    fi
+    tally "$s"
+  done
+  for set in "${REQUIREMENT_SETS[@]}"; do
+    PHASE="fixture-$set"
+    echo "conformance: fixture server at $URL (0.2, --requirements $set)"
+    run_requirements "$URL" "$set"
+    for s in ${SET_SCENARIOS[$set]}; do
+      score "$(scenario_checks "$s")" "$set:$s" "" 0
+      tally "$set:$s"
+    done
+    # The set's extension (tasks) and pending scenarios run too, unscored by the suite.
+    sed -n '/^Not scored/,$p' "$RESULTS/$PHASE.log" | sed 's/^/  (info) /'
   done
   stop_server
 fi
