@@ -63,7 +63,7 @@ inline constexpr size_t kMaxIngestLineBytes = 64 << 10;
 // wait for one step, not for the batch (docs/ingest.md). A step ends after this many lines
 // or once it has run this long, whichever comes first.
 inline constexpr size_t kIngestLinesPerStep = 500;
-inline constexpr std::chrono::milliseconds kIngestStepBudget{10};
+inline constexpr std::chrono::milliseconds kIngestStepBudget{25};
 inline constexpr size_t kMaxSummaryChars = 2000;
 inline constexpr size_t kMaxSubjectChars = 500;
 inline constexpr size_t kMaxBodyChars = 20000;

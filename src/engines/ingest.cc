@@ -180,6 +180,10 @@ struct BatchState {
   std::string world_version;  // the version the batch stamps on its episodes
   std::string previous;       // the workspace's, before the batch
   bool changed = false;
+  // Counterparties resolved so far, by the reference the lines use (identifier or entity
+  // id): a batch usually names the same few people many times. Kept from step to step: the
+  // workspace is held meanwhile, so only the batch's own entity lines change them.
+  std::unordered_map<std::string, Entity> known;
 };
 
 // Applies validated lines inside a write transaction: all of a batch, or one step's share.
@@ -194,8 +198,8 @@ class BatchWriter {
   Status Start() {
     auto workspace = tx_.workspaces().Get(ws_);
     if (!workspace.ok()) return workspace.status();
-    state_ = BatchState{NewIdAfter("wv_", clock_, workspace->world_version),
-                        workspace->world_version, false};
+    state_ = BatchState{
+        NewIdAfter("wv_", clock_, workspace->world_version), workspace->world_version, false, {}};
     return Status::Ok();
   }
 
@@ -229,7 +233,7 @@ class BatchWriter {
 
  private:
   Status ApplyEntity(const EntityLine& line) {
-    known_.clear();  // the line may rename, tag or add identifiers to a cached entity
+    state_.known.clear();  // the line may rename, tag or add identifiers to a cached entity
     std::optional<Entity> existing;
     for (const std::string& ident : line.identifiers) {
       auto found = tx_.entities().FindByIdentifier(ws_, ident);
@@ -290,11 +294,11 @@ class BatchWriter {
     }
     const Entity* who = nullptr;
     if (!line.counterparty.empty()) {
-      auto cached = known_.find(line.counterparty);
-      if (cached == known_.end()) {
+      auto cached = state_.known.find(line.counterparty);
+      if (cached == state_.known.end()) {
         auto entity = ResolveEntity(tx_, ws_, line.counterparty);
         if (entity.ok()) {
-          cached = known_.emplace(line.counterparty, std::move(*entity)).first;
+          cached = state_.known.emplace(line.counterparty, std::move(*entity)).first;
         } else if (entity.status().code() != Code::kNotFound) {
           return entity.status();
         } else if (line.counterparty.rfind("entity_", 0) == 0) {
@@ -306,7 +310,7 @@ class BatchWriter {
                        {line.counterparty},      {},  clock_.Now()};
           CORTEX_RETURN_IF_ERROR(tx_.entities().Insert(fresh));
           ++report_.entities_added;
-          cached = known_.emplace(line.counterparty, std::move(fresh)).first;
+          cached = state_.known.emplace(line.counterparty, std::move(fresh)).first;
         }
       }
       who = &cached->second;
@@ -333,9 +337,6 @@ class BatchWriter {
   BatchState& state_;
   IngestReport& report_;
   Triager triager_;
-  // Counterparties resolved in this batch, by the reference its lines use (identifier or
-  // entity id): a batch usually names the same few people many times.
-  std::unordered_map<std::string, Entity> known_;
 };
 
 }  // namespace
