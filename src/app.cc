@@ -276,6 +276,9 @@ class LearningWork {
       bool due = s.learned_at != TimePoint{} &&
                  now - s.learned_at >= std::chrono::hours(learning_serve_.every_hours);
       if (!settled && !due) continue;
+      // Not while a large ingest batch lands in the workspace: next second.
+      auto pass = store_.TryEnterWorkspace(w.id);
+      if (!pass) continue;
       auto report = Learn(store_, clock_, w.id, learning_);
       s.learned_version = s.seen_version;
       s.learned_at = now;

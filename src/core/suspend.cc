@@ -4,10 +4,15 @@ namespace cortex {
 namespace {
 
 thread_local Suspender* current = nullptr;
+thread_local bool must_not_block = false;
 
 }  // namespace
 
 Suspender* Suspender::Current() { return current; }
+
+bool Suspender::MustNotBlock() { return must_not_block; }
+
+void Suspender::SetMustNotBlock(bool v) { must_not_block = v; }
 
 Suspender::Scope::Scope(Suspender* s) : previous_(current) { current = s; }
 

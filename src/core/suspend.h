@@ -23,8 +23,13 @@ class Suspender {
   // called from any thread, exactly once, even before `start` returns.
   virtual void Suspend(const std::function<void(Resume)>& start) = 0;
 
-  // The running request's suspender, or null: block.
+  // The running request's suspender, or null: block (unless MustNotBlock()).
   static Suspender* Current();
+
+  // True on the HTTP server's I/O threads, where a request that is not a fiber (a read
+  // served inline) must not wait at all: what would wait gives up instead.
+  static bool MustNotBlock();
+  static void SetMustNotBlock(bool v);
 
   // While it lives, Current() is `s` on this thread (the fiber runner sets it around
   // each stretch a request runs).

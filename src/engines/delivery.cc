@@ -57,6 +57,8 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
   for (OutboxItem& item : due) {
     // Not while a large ingest batch of the workspace is landing in steps: an event it
     // queued would go out before the batch is whole (and it may yet be undone).
+    // Leased under a pass: a row leased then is not part of a batch still landing, and
+    // the delivery itself (the network) runs without one, holding no batch up.
     auto pass = store_.TryEnterWorkspace(item.workspace_id);
     if (!pass) continue;
     bool leased = false;
@@ -66,6 +68,7 @@ Result<int> Dispatcher::RunKind(OutboxKind kind, Connector& connector, TimePoint
       leased = *l;
       return Status::Ok();
     });
+    pass.reset();
     if (!lease.ok()) return lease;  // the store itself is failing: try again next tick
     if (!leased) continue;          // another process has it, or attempted it since we read
 

@@ -688,6 +688,9 @@ std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, s
   if (!before.is_object()) before = json::object();
   json after = json::object();
   AuthContext reader{(*session)->workspace_id, "", "", kScopeRead};
+  // Not while a large ingest batch of the workspace lands: asked again at the next poll.
+  auto pass = store_.TryEnterWorkspace(reader.workspace_id);
+  if (!pass) return std::string();
   std::string events;
   for (const std::string& uri : uris) {
     std::string trace = NewId("trc_", clock_);
@@ -780,6 +783,8 @@ std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std
   if (method != "resources/read" && method != "prompts/get" && method != "completion/complete") {
     return std::nullopt;
   }
+  // As a tool call: never part of a large ingest batch (Store::EnterWorkspace).
+  WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
   ToolContext ctx{
       auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
         out.notifications.push_back(std::move(n));

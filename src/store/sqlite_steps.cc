@@ -298,10 +298,32 @@ Status BeginSteps(SqliteConn& conn, const std::string& batch, const std::string&
       .Run();
 }
 
-Status EndSteps(SqliteConn& conn, const std::string& batch) {
+namespace {
+
+// The batch's rows in the log, gone; how many staged_batches rows went (0 or 1).
+Result<int> DropLog(SqliteConn& conn, const std::string& batch) {
   Query undo(conn.Handle(), "DELETE FROM staged_undo WHERE batch_id = ?");
   CORTEX_RETURN_IF_ERROR(undo.Text(1, batch).Run());
   Query q(conn.Handle(), "DELETE FROM staged_batches WHERE id = ?");
+  CORTEX_RETURN_IF_ERROR(q.Text(1, batch).Run());
+  return sqlite3_changes(conn.Handle());
+}
+
+}  // namespace
+
+Status EndSteps(SqliteConn& conn, const std::string& batch) {
+  auto dropped = DropLog(conn, batch);
+  if (!dropped.ok()) return dropped.status();
+  // Gone already: another process took the batch for stranded and undid its steps. The
+  // last step must not commit on its own then.
+  if (*dropped != 1) {
+    return Status::Unavailable("an ingest batch's earlier steps were undone meanwhile; retry");
+  }
+  return Status::Ok();
+}
+
+Status AbandonSteps(SqliteConn& conn, const std::string& batch) {
+  Query q(conn.Handle(), "UPDATE staged_batches SET owner = '' WHERE id = ?");
   return q.Text(1, batch).Run();
 }
 
@@ -348,7 +370,7 @@ Status UndoSteps(SqliteConn& conn, const std::string& batch) {
                 " episode_count = (SELECT count(*) FROM episodes WHERE workspace_id = ?1)"
                 " WHERE id = ?1");
   CORTEX_RETURN_IF_ERROR(recount.Text(1, ws).Run());
-  return EndSteps(conn, batch);
+  return DropLog(conn, batch).status();
 }
 
 Result<std::vector<std::string>> StrandedSteps(SqliteConn& conn) {

@@ -58,8 +58,10 @@ Status BeginSteps(SqliteConn& conn, const std::string& batch, const std::string&
                   const StoreOwner& owner);
 // its end: the log goes, with the last step (or after an undo);
 Status EndSteps(SqliteConn& conn, const std::string& batch);
-// what its committed steps changed, undone newest first.
+// what its committed steps changed, undone newest first;
 Status UndoSteps(SqliteConn& conn, const std::string& batch);
+// its owner given up: the next open of the store undoes it.
+Status AbandonSteps(SqliteConn& conn, const std::string& batch);
 
 // The writes in steps whose owner is no longer open (outside a transaction).
 Result<std::vector<std::string>> StrandedSteps(SqliteConn& conn);

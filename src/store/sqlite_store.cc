@@ -117,38 +117,50 @@ class SqliteStore final : public Store {
   // Each step is a write of its own, recorded by a StepRecorder (store/sqlite_steps.h)
   // whose inverse commits with it (RunBatch); the last step drops the inverses. Between two steps
   // the writer runs whatever else is queued.
+  // REQUIRES: not a fiber (a batch over limits::kIngestLinesPerStep lines is larger than
+  // limits::kMaxFiberBodyBytes, and goes to the write pool).
   Status WriteInSteps(const std::string& ws_id, const Step& step) override {
     WorkspaceGate::Pass hold = gate_.Hold(ws_id);
     const std::string batch = RandomHex(16);
     bool done = false;
-    bool begun = false;
-    for (int i = 0; !done; ++i) {
-      StepRecord record{batch, i};
-      Status st = Submit(
-          [&](WriteTx& tx) -> Status {
-            if (i == 0) CORTEX_RETURN_IF_ERROR(BeginSteps(*writer_, batch, ws_id, owner_));
-            auto last = step(tx, i);
-            if (!last.ok()) return last.status();
-            done = record.last = *last;
-            return done ? EndSteps(*writer_, batch) : Status::Ok();
-          },
-          &record);
-      if (st.ok()) {
-        begun = true;
-        continue;
+    Status st;
+    try {
+      for (int i = 0; !done; ++i) {
+        StepRecord record{batch, i};
+        st = Submit(
+            [&](WriteTx& tx) -> Status {
+              if (i == 0) CORTEX_RETURN_IF_ERROR(BeginSteps(*writer_, batch, ws_id, owner_));
+              auto last = step(tx, i);
+              if (!last.ok()) return last.status();
+              done = record.last = *last;
+              return done ? EndSteps(*writer_, batch) : Status::Ok();
+            },
+            &record);
+        if (!st.ok()) break;
       }
-      if (begun) {
-        Status undone =
-            Write([&](WriteTx&) { return UndoSteps(*writer_, batch); }, Durability::kSynced);
-        if (!undone.ok()) {
-          // Left for the next open of the store, which undoes what a stopped process left.
-          spdlog::error("undoing the steps of a failed write in workspace {}: {}", ws_id,
-                        undone.message());
-        }
-      }
-      return st;
+    } catch (...) {
+      UndoSteps(ws_id, batch);
+      throw;
     }
-    return Status::Ok();
+    if (!st.ok()) UndoSteps(ws_id, batch);
+    return st;
+  }
+
+  // Undoes what the steps of `batch` committed (nothing, if none did: a failed step may
+  // still have committed, its sync failing after). Tried for a while, the workspace still
+  // held; if the store cannot, the batch's owner is given up so that the next open of the
+  // store, here or in another process, undoes it.
+  void UndoSteps(const std::string& ws_id, const std::string& batch) {
+    Status undone;
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+      undone =
+          Write([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); }, Durability::kSynced);
+      if (undone.ok()) return;
+    }
+    spdlog::error("undoing the steps of a failed ingest batch in workspace {}: {}", ws_id,
+                  undone.message());
+    (void)Write([&](WriteTx&) { return AbandonSteps(*writer_, batch); }, Durability::kSynced);
   }
 
   // A snapshot this thread's scope took while a write in steps was under way (or before
@@ -449,7 +461,7 @@ class SqliteStore final : public Store {
     if (!stranded.ok()) return stranded.status();
     for (const std::string& batch : *stranded) {
       CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
-      Status st = UndoSteps(*writer_, batch);
+      Status st = cortex::UndoSteps(*writer_, batch);
       if (st.ok()) st = writer_->Exec("COMMIT");
       if (!st.ok()) {
         (void)writer_->Exec("ROLLBACK");

@@ -1,5 +1,7 @@
 #include "store/workspace_gate.h"
 
+#include "core/suspend.h"
+
 namespace cortex {
 
 WorkspaceGate::Pass& WorkspaceGate::Pass::operator=(Pass&& other) noexcept {
@@ -21,6 +23,29 @@ void WorkspaceGate::Pass::Return() {
 
 WorkspaceGate::Pass WorkspaceGate::Enter(std::string_view ws) {
   std::string key(ws);
+  if (Suspender* fiber = Suspender::Current()) {
+    // Suspended until a hold ends, then tried again (another hold may have come first).
+    for (;;) {
+      bool admitted = false;
+      fiber->Suspend([&](Suspender::Resume resume) {
+        std::unique_lock<std::mutex> lock(mu_);
+        Entry& e = entries_[key];
+        if (e.held || e.wanted) {
+          e.woken.push_back(std::move(resume));
+          return;
+        }
+        ++e.passes;
+        admitted = true;
+        lock.unlock();
+        resume();
+      });
+      if (admitted) return Pass(this, std::move(key), false);
+    }
+  }
+  if (Suspender::MustNotBlock()) {
+    std::optional<Pass> pass = TryEnter(key);
+    return pass ? std::move(*pass) : Pass();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   Entry* e = &entries_[key];
   while (e->held || e->wanted) {
@@ -61,6 +86,7 @@ std::optional<WorkspaceGate::Pass> WorkspaceGate::TryEnter(std::string_view ws) 
 
 void WorkspaceGate::Return(const std::string& ws, bool held) {
   bool wake = false;
+  std::vector<std::function<void()>> woken;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(ws);
@@ -69,14 +95,16 @@ void WorkspaceGate::Return(const std::string& ws, bool held) {
     if (held) {
       e.held = false;
       turns_.fetch_add(1, std::memory_order_acq_rel);
+      woken.swap(e.woken);
       wake = true;
     } else {
       --e.passes;
       wake = e.passes == 0 && e.wanted;
     }
-    if (e.passes == 0 && !e.held && !e.wanted) entries_.erase(it);
+    if (e.passes == 0 && !e.held && !e.wanted && e.woken.empty()) entries_.erase(it);
   }
   if (wake) cv_.notify_all();
+  for (auto& resume : woken) resume();
 }
 
 }  // namespace cortex

@@ -6,11 +6,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace cortex {
 
@@ -40,7 +42,10 @@ class WorkspaceGate {
     bool held_ = false;
   };
 
-  // A request's pass: waits while a long write holds `ws` (or waits to).
+  // A request's pass: waits while a long write holds `ws` (or waits to). A request running
+  // as a fiber (core/suspend.h) is suspended meanwhile, its thread serving others; one that
+  // must not block (a read served inline on an I/O thread) goes on without a pass instead,
+  // and may see the long write's steps so far (never a write of its own built on them).
   Pass Enter(std::string_view ws);
 
   // The long write's hold on `ws`: waits for every pass already handed out for it to be
@@ -59,7 +64,8 @@ class WorkspaceGate {
   struct Entry {
     int passes = 0;
     bool held = false;
-    bool wanted = false;  // a hold waits for the passes to be returned
+    bool wanted = false;                       // a hold waits for the passes to be returned
+    std::vector<std::function<void()>> woken;  // suspended fibers, resumed when a hold ends
   };
   void Return(const std::string& ws, bool held);
 

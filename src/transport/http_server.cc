@@ -893,7 +893,10 @@ void HttpServer::Run() {
   impl_->Accept();
   std::vector<std::thread> threads;
   for (auto& worker : impl_->workers) {
-    threads.emplace_back([&w = *worker] { w.ioc.run(); });
+    threads.emplace_back([&w = *worker] {
+      Suspender::SetMustNotBlock(true);
+      w.ioc.run();
+    });
     NameThread(threads.back(), "cortex-io");
   }
   // The main context's run() returns once the acceptor and the signal wait are gone and

@@ -79,12 +79,22 @@ class TestLargeIngest(unittest.TestCase):
             self.assertFalse(result.get("isError", False), result)
             self.assertEqual(ingest(port, self.other, batch(3, f"small{i}")).status, 200)
             done_while_landing += job.is_alive()
-        # The workspace itself: its request waits for the batch and then sees all of it.
+        # The workspace itself: a read goes on and sees the batch so far (all of it or none
+        # on PostgreSQL); a write waits for the whole batch, and builds on all of it.
         seen = status_of(self, port, self.bulk)["episodes"]
+        self.assertGreaterEqual(seen, before)
+        self.assertLessEqual(seen, before + LINES)
+        r = call_tool(port, self.bulk, "action.communicate",
+                      {"to": "p1@big.example", "message": "Got them all, thanks."})
+        result = th.tool_result(self, r)
+        self.assertFalse(result.get("isError", False), result)
+        if not ON_POSTGRES:
+            self.assertFalse(job.is_alive() and self._steps_begun(),
+                             "a write in the workspace went in between the batch's steps")
         job.join(600)
         self.assertEqual(job.response.status, 200, job.response.body)
         self.assertEqual(job.response.json()["episodes_added"], LINES)
-        self.assertEqual(seen, before + LINES, "the workspace saw part of its batch")
+        self.assertEqual(status_of(self, port, self.bulk)["episodes"], before + LINES)
         if not ON_POSTGRES:  # PostgreSQL's writers never waited for each other anyway
             self.assertGreater(done_while_landing, 0,
                                "no other workspace's request completed while the batch landed")
