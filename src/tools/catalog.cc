@@ -182,7 +182,9 @@ Result<json> Catalog::GetPrompt(const std::string& name, const json& args, ToolC
   }
   Arguments given;
   if (args.is_object()) {
-    for (const auto& [k, v] : args.items()) {
+    for (auto it = args.begin(); it != args.end(); ++it) {
+      const std::string& k = it.key();
+      const json& v = it.value();
       bool known = std::any_of(p->arguments.begin(), p->arguments.end(),
                                [&](const PromptArgument& a) { return a.name == k; });
       if (!known) return Status::InvalidArgument("unknown argument '" + k + "'");
