@@ -163,7 +163,12 @@ Result<ParsedMail> ParseMail(std::string_view raw) {
   }
   Mailboxes(g_mime_message_get_to(msg), &m.to);
   if (GDateTime* date = g_mime_message_get_date(msg)) {
-    m.date = FromUnixMillis(g_date_time_to_unix(date) * 1000);
+    // Only a date a TimePoint holds (nanoseconds in 64 bits: 1678 to 2262); one outside
+    // (a year 3396, found by fuzz_mime) counts as no Date header.
+    int64_t seconds = g_date_time_to_unix(date);
+    if (seconds > -9'000'000'000LL && seconds < 9'000'000'000LL) {
+      m.date = FromUnixMillis(seconds * 1000);
+    }
   }
   std::string plain, html;
   GMimePartIter* iter = g_mime_part_iter_new(GMIME_OBJECT(msg));
