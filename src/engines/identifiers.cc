@@ -59,7 +59,9 @@ Result<std::string> NormalizeIdentifier(const std::string& raw) {
 }
 
 Result<Entity> ResolveEntity(ReadTx& tx, const std::string& ws, const std::string& ref) {
-  if (ref.rfind("entity_", 0) == 0) return tx.entities().Get(ws, ref);
+  if (ref.rfind("entity_", 0) == 0 && ref.find('@') == std::string::npos) {
+    return tx.entities().Get(ws, ref);  // an entity id (an address may start so too)
+  }
   auto ident = NormalizeIdentifier(ref);
   if (!ident.ok()) return ident.status();
   return tx.entities().FindByIdentifier(ws, *ident);

@@ -155,7 +155,7 @@ Result<Line> ParseLine(size_t n, std::string_view text) {
   }
   std::string cp = Str(obj, "counterparty");
   if (!cp.empty()) {
-    if (cp.rfind("entity_", 0) == 0) {
+    if (cp.rfind("entity_", 0) == 0 && cp.find('@') == std::string::npos) {  // not an address
       if (!IsId(cp, "entity_")) return LineError(n, "field 'counterparty': malformed entity id");
       ep.counterparty = cp;
     } else {
@@ -301,7 +301,8 @@ class BatchWriter {
           cached = state_.known.emplace(line.counterparty, std::move(*entity)).first;
         } else if (entity.status().code() != Code::kNotFound) {
           return entity.status();
-        } else if (line.counterparty.rfind("entity_", 0) == 0) {
+        } else if (line.counterparty.rfind("entity_", 0) == 0 &&
+                   line.counterparty.find('@') == std::string::npos) {
           return Status::InvalidArgument("field 'counterparty': no entity " + line.counterparty +
                                          " in this workspace");
         } else {
