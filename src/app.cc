@@ -19,6 +19,7 @@
 #include "engines/delivery.h"
 #include "engines/digest.h"
 #include "engines/idempotency.h"
+#include "engines/oauth.h"
 #include "engines/mail_sync.h"
 #include "engines/pushes.h"
 #include "engines/tokens.h"
@@ -103,7 +104,7 @@ class BackgroundWork {
 
   // Forgets sessions idle past their expiry, call counts of past minutes and days, pushed
   // events past their retention, idempotency keys past their lifetime, and OAuth codes and
-  // refresh tokens a day past their expiry.
+  // refresh tokens a day past their expiry, and OAuth clients nobody consented to in a day.
   // Every instance sweeps; a sweep that collides with another's just tries next time.
   void SweepOnceAMinute() {
     TimePoint now = clock_.Now();
@@ -118,6 +119,7 @@ class BackgroundWork {
       CORTEX_RETURN_IF_ERROR(tx.actions().DeleteIdempotentBefore(now - kIdempotencyKeyLifetime));
       // A day's grace: a code replayed just after it expired still revokes what it gave.
       CORTEX_RETURN_IF_ERROR(tx.oauth().DeleteExpiredBefore(now - std::chrono::hours(24)));
+      CORTEX_RETURN_IF_ERROR(tx.oauth().DeleteUnusedClientsBefore(now - kOAuthUnusedClient));
       return tx.quotas().DeleteCallCountsBefore(minute - 1, day);
     });
     if (!st.ok()) spdlog::warn("sweeping idle sessions and old call counts: {}", st.message());
@@ -417,6 +419,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   InboxApi inbox(**store, clock, config->actions, registry);
   HttpsFetchLimits fetch_limits;
   fetch_limits.ca_file = config->http.client_metadata_ca_file;
+  fetch_limits.private_addresses = config->http.client_metadata_private_hosts;
   OAuthApi oauth(**store, clock,
                  [fetch_limits](const std::string& url) { return HttpsGet(url, fetch_limits); });
   HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox, &oauth);

@@ -119,6 +119,9 @@ struct HttpLimits {
   // CA certificates to trust when fetching OAuth client ID metadata documents instead of
   // the system's (a private CA). Empty: the system's.
   std::string client_metadata_ca_file;
+  // Fetch metadata documents from loopback and private addresses too (a client on the
+  // server's own network, or a test). Off: only public addresses are contacted.
+  bool client_metadata_private_hosts = false;
 };
 
 }  // namespace cortex

@@ -246,7 +246,7 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
         {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
          "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
          "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token",
-         "public_url", "client_metadata_ca_file"}));
+         "public_url", "client_metadata_ca_file", "client_metadata_private_hosts"}));
   }
   HttpLimits& h = config.http;
   int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
@@ -279,6 +279,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "http", "public_url", &h.public_url));
   CORTEX_RETURN_IF_ERROR(
       GetString(t, "http", "client_metadata_ca_file", &h.client_metadata_ca_file));
+  CORTEX_RETURN_IF_ERROR(GetBool(t, "http", "client_metadata_private_hosts",
+                                 &h.client_metadata_private_hosts));
   DrafterConfig& d = config.actions.drafter;
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));

@@ -21,6 +21,9 @@ namespace cortex {
 inline constexpr std::chrono::minutes kOAuthCodeLifetime{5};
 inline constexpr std::chrono::hours kOAuthAccessLifetime{1};
 inline constexpr std::chrono::hours kOAuthRefreshLifetime{24 * 30};
+// A registered client (or a metadata document read) that no code or token names this long
+// after is forgotten.
+inline constexpr std::chrono::hours kOAuthUnusedClient{24};
 inline constexpr size_t kOAuthMaxRedirectUris = 10;
 inline constexpr size_t kOAuthMaxUriBytes = 2000;
 inline constexpr size_t kOAuthMaxNameBytes = 200;

@@ -134,6 +134,34 @@ TEST_F(OAuthTest, ExpiredCodesAndRefreshTokensAreForgotten) {
           .ok());
 }
 
+TEST_F(OAuthTest, UnusedRegistrationsAreForgottenAfterADay) {
+  // client_id_ gets a token; `idle` registers and nobody consents; `late` registers later.
+  auto reg = [&] {
+    OAuthReply r = RegisterClient(*store_, clock_, json{{"redirect_uris", {kRedirect}}});
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.body["client_id"].get<std::string>();
+  };
+  std::string idle = reg();
+  ASSERT_EQ(Exchange(Code(verifier_), verifier_).status, 200);
+  clock_.Advance(kOAuthUnusedClient);
+  std::string late = reg();
+  clock_.Advance(std::chrono::minutes(1));
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) {
+                    CORTEX_RETURN_IF_ERROR(tx.oauth().DeleteExpiredBefore(clock_.Now()));
+                    return tx.oauth().DeleteUnusedClientsBefore(clock_.Now() - kOAuthUnusedClient);
+                  })
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    EXPECT_EQ(tx.oauth().FindClient(idle).status().code(), Code::kNotFound);
+                    EXPECT_TRUE(tx.oauth().FindClient(client_id_).ok());  // its token names it
+                    EXPECT_TRUE(tx.oauth().FindClient(late).ok());  // not a day old yet
+                    return Status::Ok();
+                  })
+                  .ok());
+}
+
 TEST_F(OAuthTest, RedirectUris) {
   EXPECT_TRUE(RedirectUriAllowed("https://claude.ai/api/mcp/auth_callback"));
   EXPECT_TRUE(RedirectUriAllowed("http://localhost:6274/oauth/callback"));

@@ -69,6 +69,9 @@ class OAuthWriter : public OAuthReader {
   Status SpendRefresh(const std::string& hash, TimePoint at);
   // Forgets codes and refresh tokens that expired before `t`, in every workspace.
   Status DeleteExpiredBefore(TimePoint t);
+  // Forgets clients registered (or metadata documents read) before `t` that no code and no
+  // token, live or revoked, has ever named: registrations nobody consented to.
+  Status DeleteUnusedClientsBefore(TimePoint t);
 };
 
 inline OAuthReader ReadTx::oauth() const { return OAuthReader(s_); }

@@ -110,4 +110,12 @@ Status OAuthWriter::DeleteExpiredBefore(TimePoint t) {
   return refresh.Bind(1, t).Run();
 }
 
+Status OAuthWriter::DeleteUnusedClientsBefore(TimePoint t) {
+  Stmt clients = s_.conn.Prepare(
+      "DELETE FROM oauth_clients WHERE created_at < ? "
+      "AND NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE c.client_id = oauth_clients.id) "
+      "AND NOT EXISTS (SELECT 1 FROM tokens k WHERE k.client_id = oauth_clients.id)");
+  return clients.Bind(1, t).Run();
+}
+
 }  // namespace cortex

@@ -35,14 +35,14 @@ if (( node_major < 20 )); then
     exit 2
 fi
 
-if [[ ! -d node_modules/@modelcontextprotocol/client || ! -d node_modules/@modelcontextprotocol/sdk || ! -d node_modules/smtp-server ]]; then
+if [[ ! -d node_modules/@modelcontextprotocol/client || ! -d node_modules/@modelcontextprotocol/sdk || ! -d node_modules/smtp-server || ! -d node_modules/mcp-remote ]]; then
     npm ci --no-audit --no-fund --prefer-offline
 fi
 
 if (( $# > 0 )); then
     scripts=("$@")
 else
-    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs v1_actions.mjs v1_elicit.mjs v1_oauth.mjs v2_oauth.mjs v1_resources.mjs v2_resources.mjs)
+    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs v1_actions.mjs v1_elicit.mjs v1_oauth.mjs v2_oauth.mjs v1_resources.mjs v2_resources.mjs mcp_remote.mjs)
 fi
 
 failed_scripts=()

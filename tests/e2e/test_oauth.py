@@ -391,8 +391,10 @@ class TestBadInput(OAuthBase):
 class Documents(http.server.BaseHTTPRequestHandler):
     """Serves client ID metadata documents by path, over HTTPS."""
     docs = {}
+    requests = 0
 
     def do_GET(self):
+        Documents.requests += 1
         body = self.docs.get(self.path)
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "application/json")
@@ -403,9 +405,11 @@ class Documents(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class TestClientMetadataDocuments(OAuthBase):
-    """A client_id that is an https:// URL: its document is fetched (HTTPS only, at most
-    5 KB, within 5 s), checked and remembered."""
+class MetadataDocumentsBase(OAuthBase):
+    """A Cortex and an HTTPS server on 127.0.0.1 that publishes client ID metadata
+    documents. Loopback is not a public address: Cortex fetches from it only when
+    `private_hosts` lets it."""
+    private_hosts = True
 
     @classmethod
     def setUpClass(cls):
@@ -423,7 +427,8 @@ class TestClientMetadataDocuments(OAuthBase):
         cls.docs = f"https://127.0.0.1:{cls.https.server_address[1]}"
         config = os.path.join(cls.data, "cortex.toml")
         with open(config, "w") as f:
-            f.write(f"[http]\nclient_metadata_ca_file = {json.dumps(cert)}\n")
+            f.write(f"[http]\nclient_metadata_ca_file = {json.dumps(cert)}\n"
+                    f"client_metadata_private_hosts = {str(cls.private_hosts).lower()}\n")
         cls.ctk = create_token(cls.data, "alpha", "read,act")
         cls.server = Server(cls.data, ["--config", config])
         cls.base = f"http://127.0.0.1:{cls.server.port}"
@@ -445,6 +450,11 @@ class TestClientMetadataDocuments(OAuthBase):
         self.assertEqual(r.status, 400, r.text)
         self.assertIsNone(r.getheader("Location"))
         return r.text
+
+
+class TestClientMetadataDocuments(MetadataDocumentsBase):
+    """A client_id that is an https:// URL: its document is fetched (HTTPS only, at most
+    5 KB, within 5 s), checked and remembered."""
 
     def test_a_metadata_document_client_connects(self):
         url = self.docs + "/client.json"
@@ -473,6 +483,23 @@ class TestClientMetadataDocuments(OAuthBase):
                                       "redirect_uris": ["http://attacker.example/cb"]})
         self.refused(unsafe)
         self.refused(self.docs + "/missing.json")
+        self.assertEqual(len(self.tokens_listed()), before)
+
+
+class TestMetadataDocumentsOnPrivateAddresses(MetadataDocumentsBase):
+    private_hosts = False
+
+    def test_a_document_on_a_private_address_is_refused(self):
+        """By default a document URL cannot make Cortex reach its own network: the
+        loopback server is never asked, the person is told why, nothing is issued."""
+        url = self.docs + "/client.json"
+        self.publish("/client.json", {"client_id": url, "client_name": "Hosted assistant",
+                                      "redirect_uris": [REDIRECT]})
+        before = len(self.tokens_listed())
+        Documents.requests = 0
+        text = self.refused(url)
+        self.assertIn("127.0.0.1, which is not a public address", text)
+        self.assertEqual(Documents.requests, 0)
         self.assertEqual(len(self.tokens_listed()), before)
 
 
