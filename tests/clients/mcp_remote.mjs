@@ -9,29 +9,20 @@
 //
 //   CORTEX_BIN=/path/to/cortex node mcp_remote.mjs
 
-import { execFile } from 'node:child_process';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { chromium } from 'playwright-core';
 
-import { Suite, CORTEX_BIN, expect, expectEqual, makeDataDir, createToken, show, startServer } from './lib.mjs';
+import { Suite, expect, expectEqual, makeDataDir, createToken, show, startServer } from './lib.mjs';
+import { cli, signedInPage } from './person.mjs';
 
 const WORKSPACE = 'remote';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PROXY = path.join(path.dirname(createRequire(import.meta.url).resolve('mcp-remote/package.json')),
     'dist', 'proxy.js');
 const suite = new Suite('mcp_remote', 7);
-
-function cli(args) {
-    return new Promise((resolve, reject) => {
-        execFile(CORTEX_BIN, args, { timeout: 30_000 }, (err, stdout, stderr) =>
-            err ? reject(new Error(`cortex ${args.join(' ')}: ${stderr}`)) : resolve(stdout));
-    });
-}
 
 async function opened(file) {
     return (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
@@ -52,12 +43,6 @@ await suite.run(async s => {
     const dataDir = await makeDataDir(s, 'mcpremote');
     await createToken(dataDir, WORKSPACE, 'read'); // the workspace
     const server = await s.check('serve starts', () => startServer(s, dataDir), { fatal: true });
-    const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run'],
-    });
-    s.onCleanup(() => browser.close());
-    const page = await (await browser.newContext()).newPage();
 
     // "The browser" mcp-remote opens (through xdg-open, which honours $BROWSER without a
     // display): it writes down the URL for the person's Chromium below.
@@ -83,12 +68,8 @@ await suite.run(async s => {
         return { transport, client, stderr: () => stderr.join('') };
     };
 
-    await s.check('the person signs in to the inbox with a `cortex inbox link`', async () => {
-        const link = (await cli(['inbox', 'link', '--data', dataDir, '--workspace', WORKSPACE,
-            '--base-url', server.baseUrl])).trim();
-        await page.goto(link);
-        expectEqual(new URL(page.url()).pathname, '/inbox/', 'landed on');
-    }, { fatal: true });
+    const page = await s.check('the person signs in to the inbox with a `cortex inbox link`',
+        () => signedInPage(s, server, dataDir, WORKSPACE), { fatal: true });
 
     await s.check('first run: 401, discovery, registration, one consent page, then a tool call', async () => {
         const b = bridge();
