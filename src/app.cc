@@ -82,12 +82,23 @@ class BackgroundWork {
         auto sent = dispatcher_.RunOnce(clock_.Now());
         if (!sent.ok()) spdlog::warn("delivery: {}", sent.status().message());
         SweepOnceAMinute();
+        UndoStrandedBatches();
       } catch (const std::exception& e) {
         spdlog::error("background work failed: {}", e.what());
       }
       lock.lock();
       cv_.wait_for(lock, kTick, [this] { return stop_; });
     }
+  }
+
+  // A `cortex ingest` killed half way through a large batch on this data leaves its steps
+  // in the store; they are undone here within seconds, not at the next start.
+  void UndoStrandedBatches() {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_stranded_check_ < std::chrono::seconds(5)) return;
+    last_stranded_check_ = now;
+    auto undone = store_.UndoStrandedWrites();
+    if (!undone.ok()) spdlog::warn("undoing stranded ingest batches: {}", undone.status().message());
   }
 
   void ComposeDigestsOnceAMinute() {
@@ -131,6 +142,7 @@ class BackgroundWork {
   Store& store_;
   const Clock& clock_;
   TimePoint last_sweep_{};
+  std::chrono::steady_clock::time_point last_stranded_check_{};
   TimePoint last_digests_{};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -374,7 +374,8 @@ Status UndoSteps(SqliteConn& conn, const std::string& batch) {
 }
 
 Result<std::vector<std::string>> StrandedSteps(SqliteConn& conn) {
-  Query q(conn.Handle(), "SELECT id, owner FROM staged_batches ORDER BY started_at");
+  // Newest first: a batch started later may have built on rows an earlier one wrote.
+  Query q(conn.Handle(), "SELECT id, owner FROM staged_batches ORDER BY started_at DESC");
   std::vector<std::string> stranded;
   while (q.Next()) {
     auto text = [&](int col) {

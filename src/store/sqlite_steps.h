@@ -60,10 +60,12 @@ Status BeginSteps(SqliteConn& conn, const std::string& batch, const std::string&
 Status EndSteps(SqliteConn& conn, const std::string& batch);
 // what its committed steps changed, undone newest first;
 Status UndoSteps(SqliteConn& conn, const std::string& batch);
-// its owner given up: the next open of the store undoes it.
+// its owner given up: the next open of the store (or a serving one, within seconds)
+// undoes it.
 Status AbandonSteps(SqliteConn& conn, const std::string& batch);
 
-// The writes in steps whose owner is no longer open (outside a transaction).
+// The writes in steps whose owner is no longer open, newest first (outside a transaction,
+// or in a read one).
 Result<std::vector<std::string>> StrandedSteps(SqliteConn& conn);
 
 }  // namespace cortex

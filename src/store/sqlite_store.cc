@@ -163,6 +163,25 @@ class SqliteStore final : public Store {
     (void)Write([&](WriteTx&) { return AbandonSteps(*writer_, batch); }, Durability::kSynced);
   }
 
+  // As the open of the store does (UndoStrandedSteps), while serving: a write of its own
+  // per batch, through the writer. A batch that another process undid meanwhile has no
+  // steps left: undoing it again only recounts.
+  // Looking costs a read of a table that is empty but while a batch lands.
+  Result<int> UndoStrandedWrites() override {
+    auto reader = BeginRead(/*remember=*/false);
+    if (!reader.ok()) return reader.status();
+    auto found = StrandedSteps(**reader);
+    CORTEX_RETURN_IF_ERROR(EndRead(std::move(*reader)));
+    if (!found.ok()) return found.status();
+    std::vector<std::string> stranded = std::move(*found);
+    for (const std::string& batch : stranded) {
+      CORTEX_RETURN_IF_ERROR(
+          Write([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); }, Durability::kSynced));
+      spdlog::warn("undid an ingest batch left half written by a process that stopped");
+    }
+    return static_cast<int>(stranded.size());
+  }
+
   // A snapshot this thread's scope took while a write in steps was under way (or before
   // one that has ended since) is let go: the scope's next read takes a new one.
   WorkspaceGate::Pass EnterWorkspace(const std::string& ws_id) override {

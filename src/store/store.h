@@ -64,6 +64,10 @@ class Store {
   // steps in one Write(), which may run them again from 0 on a retry: step 0 starts afresh.
   using Step = std::function<Result<bool>(WriteTx&, int)>;
   virtual Status WriteInSteps(const std::string& ws_id, const Step& step);
+  // Undoes the WriteInSteps batches of processes that stopped half way (`cortex ingest`
+  // killed while `cortex serve` runs on the same data): the open of the store does it too,
+  // a long-running server calls this now and then. How many it undid.
+  virtual Result<int> UndoStrandedWrites() { return 0; }
 
   // A request's pass to workspace `ws_id`: while it lives, no WriteInSteps holds the
   // workspace (one under way is waited for), so the request neither sees part of one nor

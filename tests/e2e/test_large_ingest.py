@@ -1,6 +1,7 @@
 """A large ingest batch, end to end (Python 3 stdlib only): it lands in steps on SQLite, so
 another workspace's requests go on while it does; the workspace's own requests wait and then
-see all of it; and a server killed half-way leaves none of it after the restart.
+see all of it; a server killed half-way leaves none of it after the restart; and a
+`cortex ingest` killed half-way is undone by the server running on the same data.
 
     CORTEX_BIN=/path/to/cortex python3 -m unittest discover -s tests/e2e -t tests/e2e
 """
@@ -9,6 +10,7 @@ import http.client
 import json
 import os
 import sqlite3
+import subprocess
 import tempfile
 import threading
 import time
@@ -124,6 +126,36 @@ class TestLargeIngest(unittest.TestCase):
         retry = ingest(self.server.port, self.bulk, batch(LINES, "cut"))
         self.assertEqual(retry.status, 200, retry.body)
         self.assertEqual(retry.json()["episodes_added"], LINES)
+
+    @unittest.skipIf(ON_POSTGRES, "PostgreSQL writes a batch in one transaction")
+    def test_a_cli_ingest_killed_half_way_is_undone_by_the_running_server(self):
+        """`cortex ingest` on the data a server is serving, killed -9 after some steps: the
+        server undoes the batch within seconds, with no restart."""
+        port = self.server.port
+        before = status_of(self, port, self.bulk)
+        path = os.path.join(self.data, "cut.jsonl")
+        with open(path, "w") as f:
+            f.writelines(json.dumps(l) + "\n" for l in batch(LINES, "cli"))
+        cli = subprocess.Popen([th.CORTEX_BIN, "ingest", "--data", self.data,
+                                "--workspace", "bulk", path],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 300
+            while not self._steps_begun(min_steps=3):
+                self.assertIsNone(cli.poll(), "the batch ended before it could be cut short")
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+        finally:
+            cli.kill()
+            cli.wait()
+        deadline = time.monotonic() + 30
+        while self._steps_begun() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertFalse(self._steps_begun(), "the stranded batch is still in the store")
+        self.assertIn("undid an ingest batch", self.server.read_log())
+        after = status_of(self, port, self.bulk)
+        self.assertEqual(after["episodes"], before["episodes"])
+        self.assertEqual(after["entities"], before["entities"])
 
     def _steps_begun(self, min_steps=1):
         """Whether the batch has committed `min_steps` steps (read from the database)."""
