@@ -28,6 +28,9 @@ time_t Seconds(const icaltimetype& t) {
 
 TimePoint FromSeconds(time_t s) { return FromUnixMillis(int64_t{s} * 1000); }
 
+// 1970 to 2200: what a TimePoint holds with room to spare (a year 40522024 overflowed it).
+bool InRange(time_t s) { return s >= 0 && s < time_t{7258118400}; }
+
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -82,6 +85,7 @@ struct Expansion {
 void AddInstance(icalcomponent*, struct icaltime_span* span, void* data) {
   auto* x = static_cast<Expansion*>(data);
   if (x->overridden != nullptr && x->overridden->count(span->start)) return;
+  if (!InRange(span->start) || !InRange(span->end) || span->end <= span->start) return;
   TimePoint start = FromSeconds(span->start);
   if (start < x->window->from || start >= x->window->to) return;
   if (x->out->occurrences.size() >= x->window->max_occurrences) {
@@ -136,7 +140,8 @@ Result<CalendarParse> ExpandCalendar(const std::string& ics, const CalendarWindo
       continue;
     }
     icaltimetype dtend = icalcomponent_get_dtend(ev);  // DTEND, or DTSTART + DURATION
-    if (icaltime_is_null_time(dtend) || Seconds(dtend) <= Seconds(dtstart)) {
+    if (icaltime_is_null_time(dtend) || !InRange(Seconds(dtstart)) || !InRange(Seconds(dtend)) ||
+        Seconds(dtend) <= Seconds(dtstart)) {
       ++out.skipped;
       continue;
     }
@@ -160,11 +165,16 @@ Result<CalendarParse> ExpandCalendar(const std::string& ics, const CalendarWindo
     if (icalcomponent_get_first_property(ev, ICAL_RECURRENCEID_PROPERTY) != nullptr) {
       // One instance, moved or edited: keyed by the instance it replaces.
       TimePoint start = FromSeconds(Seconds(dtstart));
+      time_t replaces = Seconds(RecurrenceId(ev));
+      if (!InRange(replaces)) {
+        ++out.skipped;
+        continue;
+      }
       if (start >= window.from && start < window.to) {
         CalendarOccurrence o = proto;
         o.start = start;
         o.end = FromSeconds(Seconds(dtend));
-        o.recurrence_id = FormatTime(FromSeconds(Seconds(RecurrenceId(ev))));
+        o.recurrence_id = FormatTime(FromSeconds(replaces));
         out.occurrences.push_back(std::move(o));
       }
       continue;

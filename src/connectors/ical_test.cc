@@ -101,6 +101,18 @@ TEST(IcalTest, CancelledFreeAndAllDayEventsAreNotBusyTime) {
   EXPECT_EQ(parsed->skipped, 3u);
 }
 
+// A time a TimePoint cannot hold (fuzz_ical: DTEND in the year 40522024 wrapped round to
+// 1715) is no event rather than a block ending before it starts.
+TEST(IcalTest, AnEventEndingOutOfRangeIsSkipped) {
+  auto parsed = ExpandCalendar(
+      Calendar("BEGIN:VEVENT\r\nUID:y\r\nDTSTAMP:20261001T000000Z\r\nDTSTART:20261012T090000Z\r\n"
+               "DTEND:40522024T110000Z\r\nSUMMARY:focus\r\nEND:VEVENT\r\n"),
+      Window());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_TRUE(parsed->occurrences.empty());
+  EXPECT_EQ(parsed->skipped, 1u);
+}
+
 TEST(IcalTest, GarbageIsRefusedAndARunawayRuleIsBounded) {
   EXPECT_FALSE(ExpandCalendar("hello", Window()).ok());
   EXPECT_FALSE(ExpandCalendar("", Window()).ok());
