@@ -7,11 +7,13 @@
 
 #include "core/crypto.h"
 #include "core/json_text.h"
+#include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
 #include "engines/ingest.h"
 #include "engines/tokens.h"
 #include "store/calendar.h"
+#include "store/entities.h"
 #include "store/episodes.h"
 
 namespace cortex {
@@ -170,6 +172,8 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
   std::vector<std::pair<std::string, std::string>> retract;  // episode id, reason
   std::vector<CalendarOccurrenceRow> put;
   std::vector<std::string> drop;
+  std::string entities;         // entity lines, ahead of the episodes
+  std::set<std::string> named;  // counterparties looked at
   for (const auto& [key, o] : current) {
     std::string fp = Fingerprint(o);
     auto it = stored.find(key);
@@ -189,6 +193,24 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
     } else {
       ++report.added;
     }
+    // An attendee never seen before is named as the calendar names them (CN); a known
+    // one keeps their name.
+    std::string who = Counterparty(o);
+    if (!who.empty() && !o.focus && !o.counterparty_name.empty() && !named.count(who)) {
+      named.insert(who);
+      bool known = false;
+      CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
+        auto e = tx.entities().FindByIdentifier(ws->id, who);
+        known = e.ok();
+        return e.ok() || e.status().code() == Code::kNotFound ? Status::Ok() : e.status();
+      }));
+      if (!known) {
+        entities += DumpJson({{"type", "entity"},
+                              {"name", Utf8Prefix(o.counterparty_name, limits::kMaxNameChars)},
+                              {"identifiers", {who}}}) +
+                    "\n";
+      }
+    }
     jsonl += CalendarEpisodeLine(o, source, version);
     added.push_back({{key, "", fp, version, o.start, o.end}, ExternalId(o, source, version)});
   }
@@ -207,6 +229,7 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
     }
   }
 
+  jsonl = entities + jsonl;
   auto ingested = IngestJsonl(store, clock, ws->id, jsonl, [&](WriteTx& tx) -> Status {
     auto cal = tx.calendar();
     auto episodes = tx.episodes();

@@ -247,8 +247,8 @@ class TestIcsFeed(CalendarCase):
         meeting = store_rows(self.data, "SELECT e.summary, n.name, e.channel FROM episodes e"
                                         " JOIN entities n ON n.id = e.entity_id"
                                         " WHERE e.kind = 'meeting'")
-        self.assertEqual(meeting, [("Harborline sync with Marcus Webb",
-                                    "marcus@harborline.example", "calendar")])
+        self.assertEqual(meeting, [("Harborline sync with Marcus Webb", "Marcus Webb",
+                                    "calendar")])
         second = self.sync(config)
         self.assertIn("added 0, 6 unchanged", second.stdout)
         self.assertEqual(store_rows(self.data, "SELECT count(*) FROM episodes"), [("6",)])
@@ -335,6 +335,28 @@ class TestCalDav(CalendarCase):
         self.assertNotIn("wrong password", p.stderr + p.stdout)
         # The feed of the same workspace was read all the same.
         self.assertIn(f"calendar 127.0.0.1:{self.feed.port}/me.ics (alpha): added 1", p.stdout)
+
+    def test_a_bad_calendar_table_is_refused_naming_the_key(self):
+        cases = [
+            ('url = "ftp://127.0.0.1/me.ics"\n', "connectors.calendar[0].url must start with "
+                                                  "https://, http:// or file://"),
+            ('url = "http://127.0.0.1/me.ics"\ncolour = "red"\n',
+             "unknown key 'connectors.calendar[0].colour'"),
+            ('url = "http://127.0.0.1/me.ics"\npassword = "x"\n',
+             "connectors.calendar[0]. has a password but no username"),
+            ('url = "http://127.0.0.1/me.ics"\nfuture_days = 0\n',
+             "connectors.calendar[0].future_days must be between 1 and 3650"),
+            ('url = "file:///tmp/x"\nprotocol = "caldav"\n',
+             "a CalDAV url is https:// or http://"),
+        ]
+        for i, (keys, message) in enumerate(cases):
+            path = os.path.join(self.tmp.name, f"bad{i}.toml")
+            with open(path, "w") as f:
+                f.write('[[connectors.calendar]]\nworkspace = "alpha"\n' + keys)
+            p = self.sync(path, check=False)
+            self.assertNotEqual(p.returncode, 0, keys)
+            self.assertIn(message, p.stderr, keys)
+        self.assertFalse(os.path.exists(os.path.join(self.data, "cortex.db")))
 
     def test_an_unreachable_server_is_a_clear_error(self):
         dead = free_port()
