@@ -14,6 +14,7 @@ import http.server
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -22,6 +23,7 @@ import unittest
 import base64
 
 from test_http import CORTEX_BIN, Server, store_rows
+from test_smtp import make_cert
 
 RADICALE = shutil.which("radicale") or "/usr/bin/radicale"
 USER, PASSWORD = "me", "cal pass 1"
@@ -158,10 +160,14 @@ class Radicale:
 class FeedServer:
     """An ICS feed over plain http: the files of a directory, from a thread."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, cert=None, key=None):
         self.dir = directory
         handler = functools.partial(Quiet, directory=directory)
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        if cert:  # https, with a certificate of a CA only the test knows
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -252,6 +258,30 @@ class TestIcsFeed(CalendarCase):
         second = self.sync(config)
         self.assertIn("added 0, 6 unchanged", second.stdout)
         self.assertEqual(store_rows(self.data, "SELECT count(*) FROM episodes"), [("6",)])
+
+
+    def test_an_https_feed_with_a_private_ca(self):
+        tls_dir = os.path.join(self.tmp.name, "tls")
+        os.makedirs(tls_dir)
+        cert, key = make_cert(tls_dir)
+        feed = FeedServer(tls_dir, cert, key)
+        try:
+            feed.write("me.ics", vcalendar(REVIEW))
+            url = f"https://127.0.0.1:{feed.port}/me.ics"
+            trusted = os.path.join(self.tmp.name, "https.toml")
+            with open(trusted, "w") as f:
+                f.write(f'[[connectors.calendar]]\nworkspace = "alpha"\nurl = "{url}"\n'
+                        f'ca_file = "{cert}"\n')
+            self.assertIn("added 1, 0 unchanged", self.sync(trusted).stdout)
+            untrusted = os.path.join(self.tmp.name, "untrusted.toml")
+            with open(untrusted, "w") as f:
+                f.write(f'[[connectors.calendar]]\nworkspace = "beta"\nurl = "{url}"\n')
+            p = self.sync(untrusted, check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"error: calendar 127.0.0.1:{feed.port}/me.ics:", p.stderr)
+            self.assertIn("(TLS failed)", p.stderr)
+        finally:
+            feed.stop()
 
 
 class TestCalDav(CalendarCase):
