@@ -78,7 +78,7 @@ Status ReadStrings(const toml::table& t, const std::string& where, const char* k
     if (!s || s->empty()) return Status::InvalidArgument(name + " must hold non-empty strings");
     for (char c : *s) {
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        return Status::InvalidArgument(name + ": a folder name holds a control character");
+        return Status::InvalidArgument(name + ": a value holds a control character");
       }
     }
     out->push_back(*s);
