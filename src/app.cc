@@ -5,6 +5,7 @@
 #include <atomic>
 #include <boost/asio/ip/address.hpp>
 #include <condition_variable>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "core/metrics.h"
 #include "core/thread_name.h"
 #include "core/time.h"
+#include "engines/calendar_sync.h"
 #include "engines/config.h"
 #include "engines/delivery.h"
 #include "engines/digest.h"
@@ -150,23 +152,40 @@ class BackgroundWork {
   std::thread thread_;  // last: starts once everything above exists
 };
 
-// Mail in while serving (docs/connectors.md): every [[connectors.imap]] account is read
-// every poll_seconds, on one thread of its own so that a slow mailbox never holds up
-// delivery. A failing account is retried with backoff (doubling, at most 15 minutes) and
-// does not delay the others. What a pass committed stays if the process dies mid-pass.
-class MailPoller {
+// Mail and calendars in while serving (docs/connectors.md): every [[connectors.imap]] and
+// [[connectors.calendar]] account is read every poll_seconds, on one thread of its own so
+// that a slow server never holds up delivery. A failing account is retried with backoff
+// (doubling, at most 15 minutes) and does not delay the others. What a pass committed stays
+// if the process dies mid-pass.
+class ConnectorPoller {
  public:
-  MailPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts)
-      : store_(store),
-        clock_(clock),
-        accounts_(accounts),
-        due_(accounts.size()),
-        failures_(accounts.size(), 0) {
-    if (accounts_.empty()) return;
+  ConnectorPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts,
+                  const std::vector<CalendarAccount>& calendars) {
+    for (const ImapAccount& account : accounts) {
+      jobs_.push_back({"imap " + account.Name(), account.poll_seconds,
+                       [&store, &clock, &account, this]() -> Result<std::string> {
+                         ImapSession session(account);
+                         auto report = SyncMailbox(store, clock, account, session, &stopping_);
+                         if (!report.ok()) return report.status();
+                         return report->added > 0 ? report->Summary() : "";
+                       }});
+    }
+    for (const CalendarAccount& account : calendars) {
+      jobs_.push_back({"calendar " + account.Name(), account.poll_seconds,
+                       [&store, &clock, &account]() -> Result<std::string> {
+                         auto report = SyncCalendar(store, clock, account);
+                         if (!report.ok()) return report.status();
+                         bool changed = report->added + report->changed + report->removed > 0;
+                         return changed ? report->Summary() : "";
+                       }});
+    }
+    due_.resize(jobs_.size());
+    failures_.resize(jobs_.size(), 0);
+    if (jobs_.empty()) return;
     thread_ = std::thread([this] { Loop(); });
-    NameThread(thread_, "cortex-mail");
+    NameThread(thread_, "cortex-connect");
   }
-  ~MailPoller() {
+  ~ConnectorPoller() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
@@ -177,32 +196,37 @@ class MailPoller {
   }
 
  private:
+  struct Job {
+    std::string name;
+    int poll_seconds;
+    std::function<Result<std::string>()> pass;  // what it added, "" if nothing
+  };
+
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       lock.unlock();
       auto now = std::chrono::steady_clock::now();
-      for (size_t i = 0; i < accounts_.size(); ++i) {
+      for (size_t i = 0; i < jobs_.size(); ++i) {
         if (now < due_[i]) continue;
-        const ImapAccount& account = accounts_[i];
+        const Job& job = jobs_[i];
         try {
-          ImapSession session(account);
-          auto report = SyncMailbox(store_, clock_, account, session, &stopping_);
+          auto report = job.pass();
           if (report.ok()) {
             failures_[i] = 0;
-            if (report->added > 0) spdlog::info("imap {}: {}", account.Name(), report->Summary());
+            if (!report->empty()) spdlog::info("{}: {}", job.name, *report);
           } else {
             ++failures_[i];
             spdlog::warn("{} (attempt {})", report.status().message(), failures_[i]);
           }
         } catch (const std::exception& e) {
           ++failures_[i];
-          spdlog::error("imap {}: {}", account.Name(), e.what());
+          spdlog::error("{}: {}", job.name, e.what());
         }
-        auto wait = std::chrono::seconds(account.poll_seconds);
+        auto wait = std::chrono::seconds(job.poll_seconds);
         if (failures_[i] > 0) {
           wait = std::min<std::chrono::seconds>(
-              std::chrono::seconds(account.poll_seconds) * (1 << std::min(failures_[i], 10)),
+              std::chrono::seconds(job.poll_seconds) * (1 << std::min(failures_[i], 10)),
               std::chrono::minutes(15));
         }
         due_[i] = std::chrono::steady_clock::now() + wait;
@@ -214,9 +238,7 @@ class MailPoller {
     }
   }
 
-  Store& store_;
-  const Clock& clock_;
-  const std::vector<ImapAccount>& accounts_;
+  std::vector<Job> jobs_;
   std::vector<std::chrono::steady_clock::time_point> due_;
   std::vector<int> failures_;
   std::atomic<bool> stopping_{false};  // ends a long pass between batches
@@ -446,7 +468,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     return 1;
   }
   BackgroundWork background(**store, clock, *config, **connector);
-  MailPoller mail(**store, clock, config->imap);
+  ConnectorPoller connectors(**store, clock, config->imap, config->calendars);
   LearningWork learning(**store, clock, *config);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,

@@ -13,6 +13,7 @@
 #include "core/ids.h"
 #include "core/time.h"
 #include "engines/actions.h"
+#include "engines/calendar_sync.h"
 #include "engines/config.h"
 #include "engines/demo_world.h"
 #include "engines/inbox.h"
@@ -147,9 +148,10 @@ int CmdIngest(const std::string& data, const std::string& workspace, const std::
 int CmdSync(const std::string& data, const std::string& config_path) {
   auto config = LoadConfig(config_path);
   if (!config.ok()) return Fail(config.status());
-  if (config->imap.empty()) {
-    return Fail(Status::InvalidArgument("config " + config_path +
-                                        " names no connector ([[connectors.imap]])"));
+  if (config->imap.empty() && config->calendars.empty()) {
+    return Fail(Status::InvalidArgument(
+        "config " + config_path +
+        " names no connector ([[connectors.imap]], [[connectors.calendar]])"));
   }
   auto store = Open(data);
   if (!store.ok()) return Fail(store.status());
@@ -160,6 +162,16 @@ int CmdSync(const std::string& data, const std::string& config_path) {
     auto report = SyncMailbox(**store, ProcessClock(), account, session);
     if (report.ok()) {
       std::cout << "imap " << account.Name() << " (" << account.workspace
+                << "): " << report->Summary() << "\n";
+    } else {
+      std::cerr << "error: " << report.status().message() << "\n";
+      rc = 1;
+    }
+  }
+  for (const CalendarAccount& account : config->calendars) {
+    auto report = SyncCalendar(**store, ProcessClock(), account);
+    if (report.ok()) {
+      std::cout << "calendar " << account.Name() << " (" << account.workspace
                 << "): " << report->Summary() << "\n";
     } else {
       std::cerr << "error: " << report.status().message() << "\n";

@@ -133,9 +133,11 @@ int main(int argc, char** argv) {
 
   // sync
   std::string sync_config;
-  auto* sync = app.add_subcommand("sync", "Read new mail from every configured mailbox, once");
+  auto* sync = app.add_subcommand(
+      "sync", "Read new mail and the calendars of every configured connector, once");
   add_data(sync);
-  sync->add_option("--config", sync_config, "TOML configuration file with [[connectors.imap]]")
+  sync->add_option("--config", sync_config,
+                   "TOML configuration file with [[connectors.imap]] or [[connectors.calendar]]")
       ->required()
       ->check(CLI::ExistingFile);
   sync->callback([&] { rc = CmdSync(data_dir, sync_config); });

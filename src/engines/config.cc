@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -77,7 +78,7 @@ Status ReadStrings(const toml::table& t, const std::string& where, const char* k
     if (!s || s->empty()) return Status::InvalidArgument(name + " must hold non-empty strings");
     for (char c : *s) {
       if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        return Status::InvalidArgument(name + ": a folder name holds a control character");
+        return Status::InvalidArgument(name + ": a value holds a control character");
       }
     }
     out->push_back(*s);
@@ -108,6 +109,86 @@ Status ReadAccountString(const toml::table& t, const std::string& where, const c
   return Status::Ok();
 }
 
+std::string Lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// [[connectors.calendar]] tables (docs/connectors.md).
+Status LoadCalendars(const toml::table& c, EngineConfig* config) {
+  const toml::node* node = c.get("calendar");
+  if (node == nullptr) return Status::Ok();
+  const toml::array* accounts = node->as_array();
+  if (accounts == nullptr) {
+    return Status::InvalidArgument(
+        "config: connectors.calendar must be an array of tables ([[connectors.calendar]])");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < accounts->size(); ++i) {
+    const toml::table* a = (*accounts)[i].as_table();
+    std::string where = "connectors.calendar[" + std::to_string(i) + "].";
+    if (a == nullptr) return Status::InvalidArgument("config: " + where + " must be a table");
+    CORTEX_RETURN_IF_ERROR(
+        Unknown(*a, where,
+                {"workspace", "url", "protocol", "username", "password", "password_file",
+                 "password_env", "ca_file", "focus", "self", "past_days", "future_days",
+                 "poll_seconds", "timeout_seconds"}));
+    CalendarAccount acc;
+    std::string password, file, env;
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "workspace", &acc.workspace));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "url", &acc.url));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "protocol", &acc.protocol));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "username", &acc.username));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password", &password));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password_file", &file));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "password_env", &env));
+    CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "ca_file", &acc.ca_file));
+    CORTEX_RETURN_IF_ERROR(ReadStrings(*a, where, "focus", &acc.focus));
+    CORTEX_RETURN_IF_ERROR(ReadStrings(*a, where, "self", &acc.self));
+    CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "past_days", &acc.past_days, 0, 3650));
+    CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "future_days", &acc.future_days, 1, 3650));
+    CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "poll_seconds", &acc.poll_seconds, 1, 86400));
+    CORTEX_RETURN_IF_ERROR(
+        ReadAccountInt(*a, where, "timeout_seconds", &acc.timeout_seconds, 1, 300));
+    if (acc.workspace.empty() || acc.url.empty()) {
+      return Status::InvalidArgument("config: " + where + " needs workspace and url");
+    }
+    bool file_url = acc.url.rfind("file://", 0) == 0;
+    if (!file_url && acc.url.rfind("https://", 0) != 0 && acc.url.rfind("http://", 0) != 0) {
+      return Status::InvalidArgument("config: " + where +
+                                     "url must start with https://, http:// or file://");
+    }
+    if (acc.protocol.empty()) {
+      std::string path = acc.url.substr(0, acc.url.find_first_of("?#"));
+      bool ics = path.size() >= 4 && Lower(path.substr(path.size() - 4)) == ".ics";
+      acc.protocol = file_url || ics ? "ics" : "caldav";
+    }
+    if (acc.protocol != "ics" && acc.protocol != "caldav") {
+      return Status::InvalidArgument("config: " + where + "protocol must be \"ics\" or \"caldav\"");
+    }
+    if (acc.protocol == "caldav" && file_url) {
+      return Status::InvalidArgument("config: " + where + "a CalDAV url is https:// or http://");
+    }
+    auto secret = ReadSecret(where + "password", password, file, env);
+    if (!secret.ok()) return secret.status();
+    acc.password = std::move(*secret);
+    if (!acc.password.empty() && acc.username.empty()) {
+      return Status::InvalidArgument("config: " + where + " has a password but no username");
+    }
+    for (std::string& w : acc.focus) w = Lower(w);
+    for (std::string& w : acc.self) w = Lower(w);
+    if (acc.self.empty() && acc.username.find('@') != std::string::npos) {
+      acc.self.push_back(Lower(acc.username));
+    }
+    if (!names.insert(acc.workspace + " " + acc.Name()).second) {
+      return Status::InvalidArgument("config: " + where + " repeats calendar " + acc.Name() +
+                                     " of workspace " + acc.workspace);
+    }
+    config->calendars.push_back(std::move(acc));
+  }
+  return Status::Ok();
+}
+
 // [[connectors.imap]] tables (docs/connectors.md).
 Status LoadConnectors(const toml::table& t, EngineConfig* config) {
   const toml::table* c = t["connectors"].as_table();
@@ -117,11 +198,13 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
     return Status::Ok();
   }
   for (const auto& [key, value] : *c) {
-    if (key.str() != "imap") {
+    if (key.str() != "imap" && key.str() != "calendar") {
       return Status::InvalidArgument("config: unknown connector 'connectors." +
-                                     std::string(key.str()) + "' (this version reads: imap)");
+                                     std::string(key.str()) +
+                                     "' (this version reads: imap, calendar)");
     }
   }
+  CORTEX_RETURN_IF_ERROR(LoadCalendars(*c, config));
   const toml::node* imap = c->get("imap");
   if (imap == nullptr) return Status::Ok();
   const toml::array* accounts = imap->as_array();

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/caldav.h"
 #include "connectors/connector.h"
 #include "connectors/imap.h"
 #include "core/limits.h"
@@ -24,6 +25,7 @@ struct EngineConfig {
   }();
   HttpLimits http;                // cortex serve only
   std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
+  std::vector<CalendarAccount> calendars;  // [[connectors.calendar]]: likewise, calendars
   // The learner while serving ([learning], docs/learning.md): a pass for a workspace once
   // its world has been still for `settle_seconds` after a change, and every
   // `every_hours` regardless.

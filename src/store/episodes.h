@@ -82,6 +82,11 @@ class EpisodesWriter : public EpisodesReader {
   // read up to it, so a crash loses neither or keeps both.
   Status SetCursor(const std::string& ws, const std::string& source, const std::string& cursor,
                    TimePoint at);
+  // Retracts episode `episode_id`: it no longer stands (a calendar event moved or
+  // cancelled). The episode stays; focus-block look-ups skip it. Retracting twice is a
+  // no-op.
+  Status Retract(const std::string& ws, const std::string& episode_id, TimePoint at,
+                 const std::string& reason);
 };
 
 inline EpisodesReader ReadTx::episodes() const { return EpisodesReader(s_); }

@@ -82,12 +82,16 @@ const char* const kThreadCount =
 // aggregate, not ORDER BY ends_at DESC LIMIT 1, which sorts in a temporary b-tree).
 const char* const kActiveBlockEnd =
     "SELECT max(ends_at) FROM episodes WHERE workspace_id = ? AND kind = 'calendar_block'"
-    " AND occurred_at > ? AND occurred_at <= ? AND ends_at > ?";
+    " AND occurred_at > ? AND occurred_at <= ? AND ends_at > ?"
+    " AND NOT EXISTS (SELECT 1 FROM episode_retractions r"
+    " WHERE r.workspace_id = episodes.workspace_id AND r.episode_id = episodes.id)";
 
-// Blocks begun in a span (after, until], read from episodes_blocks.
+// Blocks begun in a span (after, until], read from episodes_blocks, that still stand (a
+// moved or cancelled calendar event's episode is retracted, migration 26).
 constexpr const char* kBlocksBegunIn =
     " WHERE workspace_id = ? AND kind = 'calendar_block' AND occurred_at > ?"
-    " AND occurred_at <= ?";
+    " AND occurred_at <= ? AND NOT EXISTS (SELECT 1 FROM episode_retractions r"
+    " WHERE r.workspace_id = episodes.workspace_id AND r.episode_id = episodes.id)";
 
 // The block with that end (of several, the latest begun).
 const std::string& ActiveBlock() {
@@ -361,6 +365,20 @@ Status EpisodesWriter::SetCursor(const std::string& ws, const std::string& sourc
       " ON CONFLICT (workspace_id, source) DO UPDATE SET cursor = excluded.cursor,"
       " updated_at = excluded.updated_at");
   return s.Bind(1, ws).Bind(2, source).Bind(3, cursor).Bind(4, at).Run();
+}
+
+Status EpisodesWriter::Retract(const std::string& ws, const std::string& episode_id, TimePoint at,
+                               const std::string& reason) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO episode_retractions (workspace_id, episode_id, retracted_at, reason)"
+      " VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id, episode_id) DO NOTHING");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, ws).Bind(2, episode_id).Bind(3, at).Bind(4, reason).Run());
+  // A transaction's held blocks (an ingest batch's look-ups) forget it too.
+  auto it = s_.blocks.find(ws);
+  if (it != s_.blocks.end())
+    std::erase_if(it->second.rows, [&](const Episode& e) { return e.id == episode_id; });
+  return Status::Ok();
 }
 
 Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string& ws,

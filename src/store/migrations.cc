@@ -519,6 +519,44 @@ CREATE TABLE mcp_subscriptions (
   PRIMARY KEY (session_id, uri)
 );
 )sql"},
+      {26, "calendars: retracted episodes, current occurrences, CalDAV resources", R"sql(
+-- Episodes are facts and never change; a calendar does. When an event is moved or
+-- cancelled, its earlier episode is retracted: a row here, which the focus-block look-ups
+-- honour (the episode itself stays, as do the decisions made while it stood).
+CREATE TABLE episode_retractions (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  episode_id   TEXT NOT NULL REFERENCES episodes(id),
+  retracted_at INTEGER NOT NULL,
+  reason       TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, episode_id)
+) WITHOUT ROWID;
+-- A calendar connector's occurrences as they stand after its last pass, keyed by the
+-- event's UID and recurrence id: the episode that records it now ('' once it is cancelled
+-- or gone), what it looked like (fingerprint) and how many versions it has had, which
+-- each new episode's external_id includes (docs/ingest.md, "Calendars change").
+CREATE TABLE calendar_occurrences (
+  workspace_id   TEXT NOT NULL REFERENCES workspaces(id),
+  source         TEXT NOT NULL,
+  occurrence_key TEXT NOT NULL,
+  episode_id     TEXT NOT NULL,
+  fingerprint    TEXT NOT NULL,
+  version        INTEGER NOT NULL,
+  starts_at      INTEGER NOT NULL,
+  ends_at        INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, source, occurrence_key)
+) WITHOUT ROWID;
+-- A CalDAV collection's event resources as last fetched (href, ETag, iCalendar text): a
+-- pass asks the server for ETags and fetches only what changed; the rest is expanded
+-- again from here as the window moves.
+CREATE TABLE calendar_resources (
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  source       TEXT NOT NULL,
+  href         TEXT NOT NULL,
+  etag         TEXT NOT NULL,
+  data         TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, source, href)
+) WITHOUT ROWID;
+)sql"},
   };
   return kMigrations;
 }

@@ -1,0 +1,35 @@
+// libFuzzer target: an iCalendar document through the calendar connector's parsing (libical:
+// recurrence, time zones) into the JSONL lines it ingests, and the same bytes as a CalDAV
+// multistatus answer (libxml2). Whatever the input, every occurrence lies in the window and
+// ends after it starts, and its line is valid ingest input.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "connectors/caldav.h"
+#include "connectors/ical.h"
+#include "engines/calendar_sync.h"
+#include "fuzz/fuzz_store.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cortex;
+  std::string text(reinterpret_cast<const char*>(data), size);
+  (void)ParseMultistatus(text);
+  CalendarWindow window;
+  window.from = FromUnixMillis(1790000000000);  // 2026-09-21
+  window.to = FromUnixMillis(1800000000000);    // 2027-01-15
+  window.focus = {"focus"};
+  window.max_occurrences = 2000;
+  auto parsed = ExpandCalendar(text, window);
+  if (!parsed.ok()) return 0;
+  std::string lines;
+  for (const CalendarOccurrence& o : parsed->occurrences) {
+    if (o.start < window.from || o.start >= window.to || o.end <= o.start) std::abort();
+    lines += CalendarEpisodeLine(o, "calendar:fuzz", 1);
+  }
+  if (lines.empty()) return 0;
+  fuzz::FuzzWorld& w = fuzz::World();
+  auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);
+  if (!report.ok()) std::abort();  // the connector made a line ingest refuses
+  return 0;
+}
