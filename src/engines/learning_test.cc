@@ -538,5 +538,110 @@ TEST_F(LearnTest, PlantedWorldThroughTheStore) {
   EXPECT_GE(s.Recall(), 0.85);
 }
 
+// A pass that remembers the last reads only the batches since, and finds exactly what a
+// full pass finds: after each incremental pass, a full pass over the same store at the
+// same moment changes nothing. The batches answer old messages, leave new ones pending
+// until they come due, let a week go by (decay, backtest window), and a proposal is
+// accepted in between.
+TEST_F(LearnTest, IncrementalPassesFindWhatAFullPassFinds) {
+  PlantedWorldOptions o;
+  o.seed = 7;
+  o.weeks = 6;
+  o.now = clock_.Now();
+  PlantedWorld w = MakePlantedWorld(o);
+  Ingest(w.Jsonl());
+  LearnMemory memory;
+  auto first = cortex::Learn(*store_, clock_, ws_.id, {}, &memory);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(memory.last_incremental()) << "the first pass reads everything";
+  EXPECT_GT(first->proposed, 0);
+
+  std::vector<std::string> who;
+  for (const Entity& e : w.entities) who.push_back(e.identifiers[0]);
+  const int steps[] = {1, 5, 20, 2, 30, 24 * 7, 3, 26, 24 * 3, 1};
+  int changed = 0, round = 0;
+  std::vector<std::pair<std::string, std::string>> waiting;  // (who, thread)
+  for (int hours : steps) {
+    ++round;
+    clock_.Advance(std::chrono::hours(hours));
+    TimePoint now = clock_.Now();
+    // Twelve counterparties write; a quarter are answered within 20 minutes, and two
+    // messages left waiting by earlier rounds are answered now (late, after some passes
+    // judged them pending or slow).
+    std::string lines;
+    auto line = [&](const char* kind, const std::string& x, TimePoint at,
+                    const std::string& thread) {
+      json j = {{"type", "episode"}, {"kind", kind},       {"occurred_at", FormatTime(at)},
+                {"counterparty", x}, {"subject", "Hello"}, {"summary", "Hello"},
+                {"thread", thread}};
+      lines += j.dump() + "\n";
+    };
+    for (int k = 0; k < 2 && !waiting.empty(); ++k) {
+      line("message_sent", waiting.front().first, now, waiting.front().second);
+      waiting.erase(waiting.begin());
+    }
+    for (int i = 0; i < 12; ++i) {
+      const std::string& x = who[static_cast<size_t>(round * 5 + i) % who.size()];
+      std::string thread = "inc-" + std::to_string(round) + "-" + std::to_string(i);
+      TimePoint at = now - std::chrono::minutes(90);
+      line("message_received", x, at, thread);
+      if (i % 4 == 0) {
+        line("message_sent", x, at + std::chrono::minutes(20), thread);
+      } else {
+        waiting.emplace_back(x, thread);
+      }
+    }
+    Ingest(lines);
+    if (round == 4) {
+      for (const Rule& r : Rules()) {
+        if (r.status == RuleStatus::kProposed) {
+          ASSERT_TRUE(AcceptRule(*store_, clock_, ws_.id, r.id).ok());
+          break;
+        }
+      }
+    }
+    auto inc = cortex::Learn(*store_, clock_, ws_.id, {}, &memory);
+    ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+    EXPECT_TRUE(memory.last_incremental()) << "round " << round;
+    changed += inc->proposed + inc->updated + inc->retired;
+    std::vector<Rule> after_inc = Rules();
+    LearnReport full = Learn();
+    EXPECT_EQ(full.proposed + full.updated + full.retired, 0)
+        << "round " << round << ": a full pass found what the incremental one missed ("
+        << full.proposed << " proposed, " << full.updated << " updated, " << full.retired
+        << " retired)";
+    std::vector<Rule> after_full = Rules();
+    ASSERT_EQ(after_inc.size(), after_full.size());
+    for (size_t i = 0; i < after_inc.size(); ++i) {
+      EXPECT_EQ(after_inc[i].id, after_full[i].id);
+      EXPECT_EQ(after_inc[i].summary, after_full[i].summary);
+      EXPECT_EQ(after_inc[i].evidence, after_full[i].evidence);
+      EXPECT_EQ(after_inc[i].backtest, after_full[i].backtest);
+    }
+  }
+  EXPECT_GT(changed, 0) << "the batches changed what the incremental passes found";
+}
+
+// Another time zone moves messages to other weekdays: the memory is read again.
+TEST_F(LearnTest, NewSettingsMakeTheNextPassReadEverything) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  LearnMemory memory;
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  Exchange("jordan@x.example", clock_.Now() - std::chrono::hours(2), 10);
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_TRUE(memory.last_incremental());
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) {
+                    auto s = tx.workspaces().Settings(ws_.id);
+                    if (!s.ok()) return s.status();
+                    WorkspaceSettings n = *s;
+                    n.utc_offset_minutes = 13 * 60;
+                    return tx.workspaces().SetSettings(ws_.id, n);
+                  })
+                  .ok());
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_FALSE(memory.last_incremental());
+}
+
 }  // namespace
 }  // namespace cortex

@@ -519,6 +519,12 @@ CREATE TABLE mcp_subscriptions (
   PRIMARY KEY (session_id, uri)
 );
 )sql"},
+      {26, "episodes by the world_version that stamped them", R"sql(
+-- The learner keeps a workspace's messages in memory while serving and, after a batch,
+-- reads only the episodes stamped after the last it read (docs/learning.md, "Incremental
+-- passes"). Versions only grow, so each insert appends at the index's right edge.
+CREATE INDEX episodes_by_version ON episodes(workspace_id, world_version);
+)sql"},
   };
   return kMigrations;
 }
