@@ -563,12 +563,11 @@ Status Decide(WriteTx& tx, const Clock& clock, const Workspace& ws, TimePoint no
   return tx.decisions().Insert(d);
 }
 
-// What the learned rules of a workspace look like, to tell whether they changed between a
+// What the rules of a workspace look like, to tell whether they changed between a
 // pass's read and its write.
 std::string Fingerprint(const std::vector<Rule>& rules) {
   std::string out;
   for (const Rule& r : rules) {
-    if (r.origin != RuleOrigin::kLearned) continue;
     out += r.id + ' ' + std::string(Name(r.status)) + ' ' + std::to_string(r.support) + ' ' +
            std::to_string(r.contradictions) + ' ' + r.summary + '\n';
   }
@@ -610,6 +609,103 @@ Status Recall(ReadTx& tx, const std::string& ws_id, const WorkspaceSettings& set
   m.episodes = counts->episodes;
   m.incremental = incremental;
   m.valid = true;
+  return Status::Ok();
+}
+
+// Whether what the person did with a message `r` decided goes with the rule: they answered
+// an interrupting message fast, a digest message not fast, a silent one never. nullopt for
+// a class their answers say nothing of (surface_at_transition).
+std::optional<bool> Agrees(TriageClass cls, const Observation& o) {
+  switch (cls) {
+    case TriageClass::kInterruptNow:
+      return o.outcome == Outcome::kFast;
+    case TriageClass::kDailyDigest:
+      return o.outcome != Outcome::kFast;
+    case TriageClass::kHandleSilently:
+      return !o.answered;
+    default:
+      return std::nullopt;
+  }
+}
+
+// A person's active triage rules, checked against what the person did with the messages
+// each decided (its rule_fired decisions of the lookback): support is the rule's own
+// evidence plus the messages that went with it (decayed), contradictions those that went
+// against it. A rule with at least pretty_sure's support in contradictions and a ratio
+// below pretty_sure's is retired (docs/learning.md, "A person's rules").
+Status RecheckOwnRules(ReadTx& tx, const std::string& ws_id, const LearningConfig& config,
+                       TimePoint now, const std::unordered_map<std::string, History>& histories,
+                       const std::vector<Rule>& stored, std::vector<Change>* changes,
+                       bool* rules_changed) {
+  std::vector<const Rule*> own;
+  for (const Rule& r : stored) {
+    if (r.origin == RuleOrigin::kUser && r.status == RuleStatus::kActive &&
+        r.kind == RuleKind::kTriage && r.then.triage_class &&
+        *r.then.triage_class != TriageClass::kSurfaceAtTransition) {
+      own.push_back(&r);
+    }
+  }
+  if (own.empty()) return Status::Ok();
+  auto fired = tx.decisions().FiredTriageRules(
+      ws_id, IdFloor("dec_", now - std::chrono::days(config.lookback_days)));
+  if (!fired.ok()) return fired.status();
+  std::unordered_map<std::string_view, const Observation*> judged;
+  for (const auto& [id, h] : histories) {
+    for (const Observation& o : h.received) judged.emplace(o.msg->id, &o);
+  }
+  std::unordered_map<std::string_view, std::vector<const Observation*>> by_rule;
+  for (const auto& [rule_id, episode_id] : *fired) {
+    auto it = judged.find(episode_id);
+    if (it != judged.end()) by_rule[rule_id].push_back(it->second);
+  }
+  const ConfidenceThresholds& t = config.thresholds;
+  for (const Rule* cur : own) {
+    Stats s;
+    for (const Observation* o : by_rule[cur->id]) {
+      std::optional<bool> agrees = Agrees(*cur->then.triage_class, *o);
+      if (!agrees) continue;
+      ++s.total_n;
+      if (*agrees) {
+        ++s.support_n;
+        s.support_w += o->weight;
+      } else {
+        s.contra_w += o->weight;
+        s.contra_ids.emplace_back(o->msg->occurred_at, &o->msg->id);
+      }
+    }
+    Rule r = *cur;
+    r.support = static_cast<int64_t>(r.evidence.size()) + s.Support();
+    r.contradictions = s.Contradictions();
+    r.contradiction_evidence = Newest(s.contra_ids);
+    int64_t total = r.support + r.contradictions;
+    double ratio = total == 0 ? 1.0 : static_cast<double>(r.support) / static_cast<double>(total);
+    if (r.contradictions >= t.pretty_min_support && ratio < t.pretty_min_ratio) {
+      r.status = RuleStatus::kRetired;
+      r.active = false;
+      int against = s.total_n - s.support_n;
+      std::string did =
+          *cur->then.triage_class == TriageClass::kInterruptNow
+              ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it interrupted for " + "only after " + Hours(config.fast_reply)
+          : *cur->then.triage_class == TriageClass::kDailyDigest
+              ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it put in the digest " + "within " + Hours(config.fast_reply)
+              : "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it recorded silently";
+      std::string why = "Retired your rule '" + r.name + "': " + did + " (support " +
+                        std::to_string(r.support) + ", contradictions " +
+                        std::to_string(r.contradictions) + ", below " +
+                        std::to_string(static_cast<int>(t.pretty_min_ratio * 100)) +
+                        " %). Import it again to put it back.";
+      changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      *rules_changed = true;
+      continue;
+    }
+    if (r.support != cur->support || r.contradictions != cur->contradictions ||
+        r.contradiction_evidence != cur->contradiction_evidence) {
+      changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+    }
+  }
   return Status::Ok();
 }
 
@@ -740,7 +836,7 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     }
     if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
   }
-  return Status::Ok();
+  return RecheckOwnRules(tx, ws_id, config, now, histories, *stored, changes, rules_changed);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "core/time.h"
 #include "engines/ingest.h"
+#include "engines/rules.h"
 #include "engines/tokens.h"
 #include "store/decisions.h"
 #include "store/entities.h"
@@ -536,6 +537,71 @@ TEST_F(LearnTest, PlantedWorldThroughTheStore) {
   EXPECT_EQ(r.proposed, s.found);
   EXPECT_GE(s.Precision(), 0.9);
   EXPECT_GE(s.Recall(), 0.85);
+}
+
+// A person's own triage rules are checked against what the person did with the messages
+// they decided: one the person keeps answering against is retired with a decision saying
+// why; one they keep to gains support; a couple of exceptions are counted, not fatal.
+TEST_F(LearnTest, PersonsRulesAreCheckedAgainstWhatThePersonDoes) {
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: marcus-digest
+    summary: Marcus can wait for the digest.
+    when: { counterparty: marcus@x.example }
+    then: { triage: daily_digest }
+  - name: news-silent
+    summary: The newsletter is recorded silently.
+    when: { counterparty: news@x.example }
+    then: { triage: handle_silently }
+  - name: dana-interrupts
+    summary: Dana interrupts.
+    when: { counterparty: dana@x.example }
+    then: { triage: interrupt_now }
+)");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  TimePoint start = clock_.Now() - std::chrono::days(10);
+  for (int i = 0; i < 4; ++i) {
+    TimePoint at = start + std::chrono::days(2 * i) + std::chrono::hours(1);
+    Exchange("marcus@x.example", at, 10);                            // answered at once: against
+    Exchange("news@x.example", at, std::nullopt);                    // never answered: with it
+    Exchange("dana@x.example", at, i < 2 ? std::optional(5) : 600);  // 2 with, 2 against
+  }
+  std::string av = AgentVersion();
+  LearnReport r = Learn();
+  EXPECT_EQ(r.retired, 1);
+  EXPECT_NE(AgentVersion(), av) << "retiring a rule in force changes what triage does";
+  std::map<std::string, Rule> by_name;
+  for (const Rule& x : Rules()) by_name[x.name] = x;
+  const Rule& marcus = by_name["marcus-digest"];
+  EXPECT_EQ(marcus.status, RuleStatus::kRetired);
+  EXPECT_FALSE(marcus.active);
+  EXPECT_EQ(marcus.contradictions, 4);
+  EXPECT_EQ(marcus.contradiction_evidence.size(), 4u);
+  const Rule& news = by_name["news-silent"];
+  EXPECT_EQ(news.status, RuleStatus::kActive);
+  EXPECT_EQ(news.support, 4);
+  EXPECT_EQ(news.contradictions, 0);
+  EXPECT_EQ(ConfidenceLabel(news, {}), "pretty_sure") << "relabelled from just_guessing";
+  const Rule& dana = by_name["dana-interrupts"];
+  EXPECT_EQ(dana.status, RuleStatus::kActive) << "two exceptions are not enough to retire it";
+  EXPECT_EQ(dana.support, 2);
+  EXPECT_EQ(dana.contradictions, 2);
+
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_EQ(retired[0].rule_id, marcus.id);
+  EXPECT_EQ(retired[0].payload_summary,
+            "Retired your rule 'marcus-digest': you answered 4 of the 4 messages it put in the "
+            "digest within 3 hours (support 0, contradictions 4, below 75 %). Import it again "
+            "to put it back.");
+  // The next message from Marcus is decided by the default policy, not the retired rule.
+  Exchange("marcus@x.example", clock_.Now() - std::chrono::minutes(5), std::nullopt);
+  auto triaged = Decisions(DecisionClass::kTriage);
+  ASSERT_FALSE(triaged.empty());
+  EXPECT_FALSE(triaged[0].rule_id.has_value());
+  EXPECT_EQ(Learn().retired, 0) << "a second pass changes nothing";
+  LearnReport again = Learn();
+  EXPECT_EQ(again.proposed + again.updated + again.retired, 0);
 }
 
 // A pass that remembers the last reads only the batches since, and finds exactly what a
