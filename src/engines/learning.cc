@@ -414,6 +414,12 @@ std::optional<Finding> FindQuiet(const History& h, const Entity& who, TimePoint 
   return std::nullopt;
 }
 
+// "fast:entity_..." -> "entity_...".
+std::string EntityOfPattern(const std::string& pattern) {
+  size_t colon = pattern.find(':');
+  return colon == std::string::npos ? "" : pattern.substr(colon + 1);
+}
+
 // "fast:entity_..." -> (fast, entity_...).
 std::optional<std::pair<Kind, std::string>> SplitPattern(const std::string& pattern) {
   size_t colon = pattern.find(':');
@@ -709,10 +715,45 @@ Status RecheckOwnRules(ReadTx& tx, const std::string& ws_id, const LearningConfi
   return Status::Ok();
 }
 
+// The person's active triage rule that already does what learned rule `f` would, if any:
+// the same class, on every message `f` matches (no conditions beyond its counterparty,
+// by identifier, entity id or tag, and weekdays that include `f`'s).
+const Rule* CoveredBy(const Rule& f, const std::vector<Rule>& stored, const Entity& who) {
+  for (const Rule& r : stored) {
+    if (r.origin != RuleOrigin::kUser || r.status != RuleStatus::kActive ||
+        r.kind != RuleKind::kTriage || r.then.triage_class != f.then.triage_class) {
+      continue;
+    }
+    const RuleConditions& c = r.when;
+    if (!c.signals.empty() || !c.not_signals.empty() || !c.channels.empty() || !c.words.empty() ||
+        c.from_minute || c.until_minute) {
+      continue;
+    }
+    if (c.weekdays != 0 && (f.when.weekdays == 0 || (f.when.weekdays & ~c.weekdays) != 0)) {
+      continue;
+    }
+    auto has = [](const std::vector<std::string>& v, const std::string& x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    if (!c.tags.empty() && std::none_of(c.tags.begin(), c.tags.end(),
+                                        [&](const std::string& t) { return has(who.tags, t); })) {
+      continue;
+    }
+    if (!c.counterparties.empty() &&
+        std::none_of(c.counterparties.begin(), c.counterparties.end(), [&](const std::string& x) {
+          return x == who.id || has(who.identifiers, x);
+        })) {
+      continue;
+    }
+    return &r;
+  }
+  return nullptr;
+}
+
 // The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
 Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
             TimePoint now, LearnMemory::Impl& memory, std::vector<Change>* changes,
-            bool* rules_changed, std::string* fingerprint) {
+            bool* rules_changed, std::string* fingerprint, std::vector<std::string>* covered) {
   auto settings = tx.workspaces().Settings(ws_id);
   if (!settings.ok()) return settings.status();
   CORTEX_RETURN_IF_ERROR(Recall(tx, ws_id, *settings, now, config, memory));
@@ -774,6 +815,21 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     seen.insert(f.rule.pattern);
     auto it = current.find(f.rule.pattern);
     Rule* cur = it == current.end() ? nullptr : it->second;
+    auto who = entities.find(EntityOfPattern(f.rule.pattern));
+    const Rule* own = who == entities.end() ? nullptr : CoveredBy(f.rule, *stored, who->second);
+    if (own != nullptr && (cur == nullptr || cur->status != RuleStatus::kActive)) {
+      // Not proposed: the person's rule already does it. A proposal made before is withdrawn.
+      covered->push_back(f.rule.summary + " (your rule '" + own->name + "')");
+      if (cur != nullptr && cur->status == RuleStatus::kProposed) {
+        Rule r = *cur;
+        r.status = RuleStatus::kRetired;
+        r.active = false;
+        std::string why = "Withdrew the proposed rule '" + r.name + "': your rule '" + own->name +
+                          "' already does this. " + r.summary;
+        changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      }
+      continue;
+    }
     bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
                    (cur->status == RuleStatus::kRejected &&
                     f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
@@ -853,10 +909,13 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     std::vector<Change> changes;
     bool rules_changed = false;
     std::string fingerprint;
+    std::vector<std::string> covered;
     CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
       changes.clear();
       rules_changed = false;
-      return Plan(tx, clock, ws_id, config, now, m, &changes, &rules_changed, &fingerprint);
+      covered.clear();
+      return Plan(tx, clock, ws_id, config, now, m, &changes, &rules_changed, &fingerprint,
+                  &covered);
     }));
     LearnReport report;
     bool raced = false;
@@ -907,6 +966,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
       return Status::Ok();
     });
     if (!st.ok()) return st;
+    report.covered = std::move(covered);
     if (!raced) return report;
     if (attempt == kAttempts) {
       return Status::Unavailable("the workspace's rules kept changing during the pass");

@@ -59,6 +59,9 @@ struct LearnReport {
   int updated = 0;            // stored rules whose evidence or definition changed
   int retired = 0;            // proposals or active rules no longer supported (rule_retired)
   std::string agent_version;  // after the pass
+  // Patterns found but not proposed, because a person's active rule already does what they
+  // would: "<summary> (your rule '<name>')".
+  std::vector<std::string> covered;
 };
 
 // What the learner keeps of one workspace between passes while serving: every message of

@@ -604,6 +604,62 @@ rules:
   EXPECT_EQ(again.proposed + again.updated + again.retired, 0);
 }
 
+// A pattern a person's own rule already covers (same class, on every message it would
+// match) is not proposed, and a proposal made before the person wrote the rule is withdrawn;
+// a rule that covers only part of it (a signal more, another class) does not count.
+TEST_F(LearnTest, ProposalsAPersonsRuleCoversAreNotMade) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  LearnReport first = Learn();
+  ASSERT_EQ(first.proposed, 1);
+  EXPECT_TRUE(first.covered.empty());
+  auto import = [&](const std::string& yaml) {
+    auto r = ImportRules(*store_, clock_, ws_.id, yaml);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  import(R"(
+rules:
+  - name: jordan-urgent
+    summary: Jordan's urgent mail interrupts.
+    when: { counterparty: jordan@x.example, signals: urgent_language }
+    then: { triage: interrupt_now }
+  - name: jordan-digest
+    summary: Jordan waits for the digest.
+    when: { counterparty: jordan@x.example, weekdays: thu }
+    then: { triage: daily_digest }
+)");
+  LearnReport partial = Learn();
+  EXPECT_EQ(partial.retired, 0);
+  EXPECT_TRUE(partial.covered.empty());
+  import(R"(
+rules:
+  - name: jordan-early-week
+    summary: Jordan interrupts early in the week.
+    when: { counterparty: jordan@x.example, weekdays: [mon, tue, wed] }
+    then: { triage: interrupt_now }
+)");
+  LearnReport withdrawn = Learn();
+  EXPECT_EQ(withdrawn.retired, 1);
+  EXPECT_EQ(withdrawn.proposed, 0);
+  ASSERT_EQ(withdrawn.covered.size(), 1u);
+  EXPECT_EQ(withdrawn.covered[0],
+            "Reply to jordan@x.example quickly on Tuesdays: you answered all 4 of 4 within 3 hours "
+            "(0 of 4 on other days). (your rule 'jordan-early-week')");
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_EQ(retired[0].payload_summary.rfind("Withdrew the proposed rule "
+                                             "'learned-fast-jordan-x-example-tue': your rule "
+                                             "'jordan-early-week' already does this.",
+                                             0),
+            0u)
+      << retired[0].payload_summary;
+  LearnReport again = Learn();
+  EXPECT_EQ(again.proposed + again.updated + again.retired, 0);
+  EXPECT_EQ(again.covered.size(), 1u);
+  for (const Rule& r : Rules()) {
+    EXPECT_NE(r.status, RuleStatus::kProposed) << r.name;
+  }
+}
+
 // A pass that remembers the last reads only the batches since, and finds exactly what a
 // full pass finds: after each incremental pass, a full pass over the same store at the
 // same moment changes nothing. The batches answer old messages, leave new ones pending
