@@ -588,7 +588,11 @@ Status Recall(ReadTx& tx, const std::string& ws_id, const WorkspaceSettings& set
   std::string settings_json = DumpJson(SettingsToJson(settings));
   auto counts = tx.workspaces().Counts(ws_id);
   if (!counts.ok()) return counts.status();
-  bool incremental = m.valid && m.ws_id == ws_id && since >= m.since && m.settings == settings_json;
+  // Messages that left the lookback stay in memory until the next whole read: one at least
+  // every kRereadAfter keeps the memory to the lookback and that much more.
+  constexpr auto kRereadAfter = std::chrono::days(30);
+  bool incremental = m.valid && m.ws_id == ws_id && since >= m.since &&
+                     since - m.since < kRereadAfter && m.settings == settings_json;
   m.valid = false;  // until this read is whole
   if (incremental) {
     auto added = tx.episodes().EpisodesAfterVersion(ws_id, m.cursor);

@@ -744,8 +744,9 @@ TEST_F(LearnTest, IncrementalPassesFindWhatAFullPassFinds) {
   EXPECT_GT(changed, 0) << "the batches changed what the incremental passes found";
 }
 
-// Another time zone moves messages to other weekdays: the memory is read again.
-TEST_F(LearnTest, NewSettingsMakeTheNextPassReadEverything) {
+// Another time zone moves messages to other weekdays: the memory is read again; and so it
+// is every 30 days, to drop what left the lookback.
+TEST_F(LearnTest, NewSettingsAndAMonthMakeTheNextPassReadEverything) {
   TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
   LearnMemory memory;
   ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
@@ -761,6 +762,13 @@ TEST_F(LearnTest, NewSettingsMakeTheNextPassReadEverything) {
                     return tx.workspaces().SetSettings(ws_.id, n);
                   })
                   .ok());
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_FALSE(memory.last_incremental());
+  // A month on, messages that left the lookback are dropped: the whole lookback is read.
+  clock_.Advance(std::chrono::days(29));
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_TRUE(memory.last_incremental());
+  clock_.Advance(std::chrono::days(2));
   ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
   EXPECT_FALSE(memory.last_incremental());
 }
