@@ -315,7 +315,7 @@ class LearningWork {
       // Not while a large ingest batch lands in the workspace: next second.
       auto pass = store_.TryEnterWorkspace(w.id);
       if (!pass) continue;
-      auto report = Learn(store_, clock_, w.id, learning_);
+      auto report = Learn(store_, clock_, w.id, learning_, &s.memory);
       s.learned_version = s.seen_version;
       s.learned_at = now;
       if (!report.ok()) {
@@ -332,6 +332,7 @@ class LearningWork {
     TimePoint seen_at{};
     std::string learned_version;  // the world_version of the last pass, at learned_at
     TimePoint learned_at{};
+    LearnMemory memory;  // the workspace's messages, for the next pass to read only the new
   };
 
   Store& store_;

@@ -469,7 +469,8 @@ int CmdDemo(const std::string& data, const std::string& today) {
   auto week = IngestJsonl(**store, ProcessClock(), ws->id, *this_week);
   if (!week.ok()) return Fail(week.status());
   // Then the learner, over the whole history: it finds the Marcus rule the file ships by
-  // hand (docs/learning.md), and proposes it with the others for the person to accept.
+  // hand (docs/learning.md), and says so without proposing it (the person's rule already
+  // does it); the rest it proposes for the person to accept.
   auto learned = Learn(**store, ProcessClock(), ws->id, LearningConfig{});
   if (!learned.ok()) return Fail(learned.status());
   std::vector<Rule> proposals;
@@ -493,6 +494,9 @@ int CmdDemo(const std::string& data, const std::string& today) {
   PrintReport(*week);
   std::cout << "workspace demo: learned: " << learned->proposed << " proposed, " << learned->updated
             << " updated, " << learned->retired << " retired\n";
+  for (const std::string& c : learned->covered) {
+    std::cout << "workspace demo: found, not proposed: " << c << "\n";
+  }
   for (const Rule& r : proposals) {
     std::cout << "workspace demo: proposed " << r.id << ": " << r.summary << "\n";
   }

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/ids.h"
 #include "core/json_text.h"
@@ -51,50 +53,131 @@ double Weight(TimePoint t, TimePoint now, const LearningConfig& c) {
   return std::pow(0.5, age_days / c.half_life_days);
 }
 
-// Each counterparty's received messages, judged, and the messages sent to them. A received
-// message is answered by the first message sent to the same counterparty after it, in the
-// same thread (any thread if it has none). One not answered yet and younger than
-// slow_reply is pending: it is no evidence either way.
-std::unordered_map<std::string, History> Observe(const std::vector<MessageFact>& messages,
-                                                 const WorkspaceSettings& settings, TimePoint now,
-                                                 const LearningConfig& c) {
-  std::vector<const MessageFact*> sorted;
-  sorted.reserve(messages.size());
-  for (const MessageFact& m : messages) sorted.push_back(&m);
-  std::sort(sorted.begin(), sorted.end(), [](const MessageFact* a, const MessageFact* b) {
-    return std::tie(a->occurred_at, a->id) < std::tie(b->occurred_at, b->id);
+// A received message and the person's answer to it: the first message sent to the same
+// counterparty after it, in the same thread (any thread if it has none). Whether it is
+// fast, slow or pending depends on the time of the pass, so that is judged per pass.
+struct Answered {
+  const MessageFact* msg;
+  std::optional<TimePoint> reply;
+  int weekday;  // local, 0 = Monday
+};
+
+// A message as the memory keeps it: its local weekday is worked out once.
+struct Message {
+  MessageFact fact;
+  int weekday;  // local, 0 = Monday
+};
+
+// One counterparty's messages, as read, and (once judged) their answers.
+struct Counterparty {
+  std::vector<Message> messages;  // as read, in no order until judged
+  bool judged = false;
+  std::vector<Answered> received;        // oldest first
+  std::vector<const MessageFact*> sent;  // oldest first
+};
+
+// Sorts one counterparty's messages and finds each received message's answer.
+void Judge(Counterparty& cp) {
+  std::sort(cp.messages.begin(), cp.messages.end(), [](const Message& a, const Message& b) {
+    return std::tie(a.fact.occurred_at, a.fact.id) < std::tie(b.fact.occurred_at, b.fact.id);
   });
-  // (entity, thread) -> times of sent messages, ascending; (entity, "") for any thread.
-  std::unordered_map<std::string, std::vector<TimePoint>> sent_by;
-  std::unordered_map<std::string, History> out;
-  for (const MessageFact* m : sorted) {
-    if (!m->sent) continue;
-    sent_by[m->entity_id + '\n' + m->thread].push_back(m->occurred_at);
-    if (!m->thread.empty()) sent_by[m->entity_id + '\n'].push_back(m->occurred_at);
-    out[m->entity_id].sent.push_back(m);
+  // thread -> times of sent messages, ascending; "any" for every thread.
+  std::unordered_map<std::string_view, std::vector<TimePoint>> by_thread;
+  std::vector<TimePoint> any;
+  cp.sent.clear();
+  cp.received.clear();
+  for (const Message& each : cp.messages) {
+    const MessageFact& m = each.fact;
+    if (!m.sent) continue;
+    any.push_back(m.occurred_at);
+    if (!m.thread.empty()) by_thread[m.thread].push_back(m.occurred_at);
+    cp.sent.push_back(&m);
   }
-  for (const MessageFact* m : sorted) {
-    if (m->sent) continue;
+  static const std::vector<TimePoint> kNone;
+  for (const Message& each : cp.messages) {
+    const MessageFact& m = each.fact;
+    if (m.sent) continue;
+    const std::vector<TimePoint>* times = &any;
+    if (!m.thread.empty()) {
+      auto it = by_thread.find(m.thread);
+      times = it == by_thread.end() ? &kNone : &it->second;
+    }
     std::optional<TimePoint> reply;
-    auto it = sent_by.find(m->entity_id + '\n' + m->thread);
-    if (it != sent_by.end()) {
-      auto next = std::upper_bound(it->second.begin(), it->second.end(), m->occurred_at);
-      if (next != it->second.end()) reply = *next;
+    auto next = std::upper_bound(times->begin(), times->end(), m.occurred_at);
+    if (next != times->end()) reply = *next;
+    cp.received.push_back({&m, reply, each.weekday});
+  }
+  cp.judged = true;
+}
+
+}  // namespace
+
+struct LearnMemory::Impl {
+  std::string ws_id;
+  bool valid = false;        // false: the next pass reads the whole history
+  bool incremental = false;  // how the last pass read
+  TimePoint since;           // messages before this were not read
+  std::string settings;      // the settings weekdays were judged with (JSON)
+  std::string cursor;        // the greatest world_version read
+  int64_t episodes = 0;      // the workspace's episode count, as read
+  std::unordered_map<std::string, Counterparty> by_entity;
+
+  void Add(MessageFact m, const WorkspaceSettings& settings) {
+    Counterparty& cp = by_entity[m.entity_id];
+    int weekday = ToLocal(m.occurred_at, settings).weekday;
+    cp.messages.push_back({std::move(m), weekday});
+    cp.judged = false;
+  }
+};
+
+LearnMemory::LearnMemory() : impl_(std::make_unique<Impl>()) {}
+LearnMemory::~LearnMemory() = default;
+LearnMemory::LearnMemory(LearnMemory&&) noexcept = default;
+LearnMemory& LearnMemory::operator=(LearnMemory&&) noexcept = default;
+bool LearnMemory::last_incremental() const { return impl_->incremental; }
+
+namespace {
+
+// Each counterparty's received messages of the lookback, judged as of `now`, and the
+// messages sent to them. One not answered yet and younger than slow_reply is pending: it is
+// no evidence either way. Judges the counterparties not judged yet.
+std::unordered_map<std::string, History> Observe(LearnMemory::Impl& m, TimePoint now,
+                                                 const LearningConfig& c) {
+  TimePoint since = now - std::chrono::days(c.lookback_days);
+  std::unordered_map<std::string, History> out;
+  for (auto& [entity_id, cp] : m.by_entity) {
+    if (!cp.judged) Judge(cp);
+    History h;
+    for (const Answered& a : cp.received) {
+      const MessageFact* msg = a.msg;
+      if (msg->occurred_at < since) continue;
+      Outcome o;
+      if (a.reply && *a.reply - msg->occurred_at <= c.fast_reply) {
+        o = Outcome::kFast;
+      } else if (a.reply && *a.reply - msg->occurred_at <= c.slow_reply) {
+        o = Outcome::kMedium;
+      } else if (a.reply || now - msg->occurred_at >= c.slow_reply) {
+        o = Outcome::kSlow;
+      } else {
+        continue;  // pending
+      }
+      h.received.push_back(
+          {msg, o, a.reply.has_value(), Weight(msg->occurred_at, now, c), a.weekday});
     }
-    Outcome o;
-    if (reply && *reply - m->occurred_at <= c.fast_reply) {
-      o = Outcome::kFast;
-    } else if (reply && *reply - m->occurred_at <= c.slow_reply) {
-      o = Outcome::kMedium;
-    } else if (reply || now - m->occurred_at >= c.slow_reply) {
-      o = Outcome::kSlow;
-    } else {
-      continue;  // pending
+    for (const MessageFact* s : cp.sent) {
+      if (s->occurred_at >= since) h.sent.push_back(s);
     }
-    out[m->entity_id].received.push_back({m, o, reply.has_value(), Weight(m->occurred_at, now, c),
-                                          ToLocal(m->occurred_at, settings).weekday});
+    if (!h.received.empty() || !h.sent.empty()) out.emplace(entity_id, std::move(h));
   }
   return out;
+}
+
+std::unordered_map<std::string, History> Observe(const std::vector<MessageFact>& messages,
+                                                 const WorkspaceSettings& settings, TimePoint now,
+                                                 const LearningConfig& c,
+                                                 LearnMemory::Impl* scratch) {
+  for (const MessageFact& m : messages) scratch->Add(m, settings);
+  return Observe(*scratch, now, c);
 }
 
 enum class Kind { kFast, kSlow, kSilent };
@@ -132,7 +215,8 @@ TriageClass EffectOf(Kind k) {
 
 // What a pattern's observations say.
 struct Stats {
-  std::vector<std::pair<TimePoint, std::string>> support_ids, contra_ids;
+  // (time, id) of the messages for and against; the ids point into the memory.
+  std::vector<std::pair<TimePoint, const std::string*>> support_ids, contra_ids;
   double support_w = 0, contra_w = 0;  // decayed
   int support_n = 0, total_n = 0;      // raw, for the summary (received messages only)
   int sent_n = 0;                      // silent: messages the person sent them
@@ -142,7 +226,10 @@ struct Stats {
 
 bool InMask(unsigned mask, int weekday) { return mask == 0 || (mask & (1u << weekday)) != 0; }
 
-Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const LearningConfig& c) {
+// With `ids`, also the (time, id) of each message for and against (for a rule's evidence;
+// a pattern only being tried needs the counts).
+Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const LearningConfig& c,
+              bool ids = false) {
   Stats s;
   for (const Observation& o : h.received) {
     if (!InMask(mask, o.weekday)) continue;
@@ -153,10 +240,10 @@ Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const L
     if (holds) {
       ++s.support_n;
       s.support_w += o.weight;
-      s.support_ids.emplace_back(o.msg->occurred_at, o.msg->id);
+      if (ids) s.support_ids.emplace_back(o.msg->occurred_at, &o.msg->id);
     } else {
       s.contra_w += o.weight;
-      s.contra_ids.emplace_back(o.msg->occurred_at, o.msg->id);
+      if (ids) s.contra_ids.emplace_back(o.msg->occurred_at, &o.msg->id);
     }
   }
   if (kind == Kind::kSilent) {
@@ -164,7 +251,7 @@ Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const L
     for (const MessageFact* m : h.sent) {
       ++s.sent_n;
       s.contra_w += Weight(m->occurred_at, now, c);
-      s.contra_ids.emplace_back(m->occurred_at, m->id);
+      if (ids) s.contra_ids.emplace_back(m->occurred_at, &m->id);
     }
   }
   return s;
@@ -181,10 +268,14 @@ bool Qualifies(const Stats& s, const ConfidenceThresholds& t) {
   return Label(s, t) != "just_guessing";
 }
 
-std::vector<std::string> Newest(std::vector<std::pair<TimePoint, std::string>> ids) {
-  std::sort(ids.begin(), ids.end(), [](const auto& a, const auto& b) { return a > b; });
+std::vector<std::string> Newest(std::vector<std::pair<TimePoint, const std::string*>> ids) {
+  auto newer = [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second > *b.second;
+  };
+  size_t n = std::min(ids.size(), kMaxEvidence);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), newer);
   std::vector<std::string> out;
-  for (size_t i = 0; i < ids.size() && i < kMaxEvidence; ++i) out.push_back(ids[i].second);
+  for (size_t i = 0; i < n; ++i) out.push_back(*ids[i].second);
   return out;
 }
 
@@ -287,7 +378,7 @@ std::optional<Finding> FindFast(const History& h, const Entity& who, TimePoint n
   Stats all = Measure(Kind::kFast, 0, h, now, c);
   if (Qualifies(all, c.thresholds)) {
     Finding f{NewLearned(Kind::kFast, 0, who)};
-    Describe(f.rule, Kind::kFast, 0, all, nullptr, who, c);
+    Describe(f.rule, Kind::kFast, 0, Measure(Kind::kFast, 0, h, now, c, true), nullptr, who, c);
     return f;
   }
   unsigned mask = 0;
@@ -307,7 +398,7 @@ std::optional<Finding> FindFast(const History& h, const Entity& who, TimePoint n
     return std::nullopt;  // no sign that the day matters
   }
   Finding f{NewLearned(Kind::kFast, mask, who)};
-  Describe(f.rule, Kind::kFast, mask, on, &off, who, c);
+  Describe(f.rule, Kind::kFast, mask, Measure(Kind::kFast, mask, h, now, c, true), &off, who, c);
   return f;
 }
 
@@ -317,10 +408,16 @@ std::optional<Finding> FindQuiet(const History& h, const Entity& who, TimePoint 
     Stats s = Measure(kind, 0, h, now, c);
     if (!Qualifies(s, c.thresholds)) continue;
     Finding f{NewLearned(kind, 0, who)};
-    Describe(f.rule, kind, 0, s, nullptr, who, c);
+    Describe(f.rule, kind, 0, Measure(kind, 0, h, now, c, true), nullptr, who, c);
     return f;
   }
   return std::nullopt;
+}
+
+// "fast:entity_..." -> "entity_...".
+std::string EntityOfPattern(const std::string& pattern) {
+  size_t colon = pattern.find(':');
+  return colon == std::string::npos ? "" : pattern.substr(colon + 1);
 }
 
 // "fast:entity_..." -> (fast, entity_...).
@@ -382,7 +479,8 @@ std::vector<Finding> FindPatterns(const std::vector<MessageFact>& messages,
                                   const std::map<std::string, Entity>& entities,
                                   const WorkspaceSettings& settings, TimePoint now,
                                   const LearningConfig& config) {
-  return FindIn(Observe(messages, settings, now, config), entities, now, config);
+  LearnMemory::Impl scratch;
+  return FindIn(Observe(messages, settings, now, config, &scratch), entities, now, config);
 }
 
 namespace {
@@ -398,7 +496,7 @@ bool ReevaluateWith(Rule& r, const std::unordered_map<std::string, History>& his
   auto it = histories.find(split->second);
   const History& h = it == histories.end() ? kNone : it->second;
   unsigned mask = r.when.weekdays;
-  Stats s = Measure(split->first, mask, h, now, c);
+  Stats s = Measure(split->first, mask, h, now, c, true);
   std::string name = r.name;
   if (split->first == Kind::kFast && mask != 0) {
     Stats off = Measure(Kind::kFast, 0x7f & ~mask, h, now, c);
@@ -415,7 +513,9 @@ bool ReevaluateWith(Rule& r, const std::unordered_map<std::string, History>& his
 bool Reevaluate(Rule& r, const std::vector<MessageFact>& messages,
                 const std::map<std::string, Entity>& entities, const WorkspaceSettings& settings,
                 TimePoint now, const LearningConfig& config) {
-  return ReevaluateWith(r, Observe(messages, settings, now, config), entities, now, config);
+  LearnMemory::Impl scratch;
+  return ReevaluateWith(r, Observe(messages, settings, now, config, &scratch), entities, now,
+                        config);
 }
 
 namespace {
@@ -469,30 +569,203 @@ Status Decide(WriteTx& tx, const Clock& clock, const Workspace& ws, TimePoint no
   return tx.decisions().Insert(d);
 }
 
-// What the learned rules of a workspace look like, to tell whether they changed between a
+// What the rules of a workspace look like, to tell whether they changed between a
 // pass's read and its write.
 std::string Fingerprint(const std::vector<Rule>& rules) {
   std::string out;
   for (const Rule& r : rules) {
-    if (r.origin != RuleOrigin::kLearned) continue;
     out += r.id + ' ' + std::string(Name(r.status)) + ' ' + std::to_string(r.support) + ' ' +
            std::to_string(r.contradictions) + ' ' + r.summary + '\n';
   }
   return out;
 }
 
+// Brings `m` up to the workspace as `tx` sees it: the episodes stamped after the last it
+// read, if their number adds up to the workspace's count; otherwise the whole lookback.
+Status Recall(ReadTx& tx, const std::string& ws_id, const WorkspaceSettings& settings,
+              TimePoint now, const LearningConfig& config, LearnMemory::Impl& m) {
+  TimePoint since = now - std::chrono::days(config.lookback_days);
+  std::string settings_json = DumpJson(SettingsToJson(settings));
+  auto counts = tx.workspaces().Counts(ws_id);
+  if (!counts.ok()) return counts.status();
+  // Messages that left the lookback stay in memory until the next whole read: one at least
+  // every kRereadAfter keeps the memory to the lookback and that much more.
+  constexpr auto kRereadAfter = std::chrono::days(30);
+  bool incremental = m.valid && m.ws_id == ws_id && since >= m.since &&
+                     since - m.since < kRereadAfter && m.settings == settings_json;
+  m.valid = false;  // until this read is whole
+  if (incremental) {
+    auto added = tx.episodes().EpisodesAfterVersion(ws_id, m.cursor);
+    if (!added.ok()) return added.status();
+    if (m.episodes + added->episodes == counts->episodes) {
+      for (MessageFact& f : added->messages) m.Add(std::move(f), settings);
+      if (added->world_version > m.cursor) m.cursor = added->world_version;
+    } else {
+      incremental = false;  // something was missed, or undone: read it all again
+    }
+  }
+  if (!incremental) {
+    auto latest = tx.episodes().LatestWorldVersion(ws_id);
+    if (!latest.ok()) return latest.status();
+    auto messages = tx.episodes().MessagesSince(ws_id, since);
+    if (!messages.ok()) return messages.status();
+    m.by_entity.clear();
+    for (MessageFact& f : *messages) m.Add(std::move(f), settings);
+    m.ws_id = ws_id;
+    m.since = since;
+    m.settings = settings_json;
+    m.cursor = *latest;
+  }
+  m.episodes = counts->episodes;
+  m.incremental = incremental;
+  m.valid = true;
+  return Status::Ok();
+}
+
+// Whether what the person did with a message `r` decided goes with the rule: they answered
+// an interrupting message fast, a digest message not fast, a silent one never. nullopt for
+// a class their answers say nothing of (surface_at_transition).
+std::optional<bool> Agrees(TriageClass cls, const Observation& o) {
+  switch (cls) {
+    case TriageClass::kInterruptNow:
+      return o.outcome == Outcome::kFast;
+    case TriageClass::kDailyDigest:
+      return o.outcome != Outcome::kFast;
+    case TriageClass::kHandleSilently:
+      return !o.answered;
+    default:
+      return std::nullopt;
+  }
+}
+
+// A person's active triage rules, checked against what the person did with the messages
+// each decided (its rule_fired decisions of the lookback): support is the rule's own
+// evidence plus the messages that went with it (decayed), contradictions those that went
+// against it. A rule with at least pretty_sure's support in contradictions and a ratio
+// below pretty_sure's is retired (docs/learning.md, "A person's rules").
+Status RecheckOwnRules(ReadTx& tx, const std::string& ws_id, const LearningConfig& config,
+                       TimePoint now, const std::unordered_map<std::string, History>& histories,
+                       const std::vector<Rule>& stored, std::vector<Change>* changes,
+                       bool* rules_changed) {
+  std::vector<const Rule*> own;
+  for (const Rule& r : stored) {
+    if (r.origin == RuleOrigin::kUser && r.status == RuleStatus::kActive &&
+        r.kind == RuleKind::kTriage && r.then.triage_class &&
+        *r.then.triage_class != TriageClass::kSurfaceAtTransition) {
+      own.push_back(&r);
+    }
+  }
+  if (own.empty()) return Status::Ok();
+  auto fired = tx.decisions().FiredTriageRules(
+      ws_id, IdFloor("dec_", now - std::chrono::days(config.lookback_days)));
+  if (!fired.ok()) return fired.status();
+  std::unordered_map<std::string_view, const Observation*> judged;
+  for (const auto& [id, h] : histories) {
+    for (const Observation& o : h.received) judged.emplace(o.msg->id, &o);
+  }
+  std::unordered_map<std::string_view, std::vector<const Observation*>> by_rule;
+  for (const auto& [rule_id, episode_id] : *fired) {
+    auto it = judged.find(episode_id);
+    if (it != judged.end()) by_rule[rule_id].push_back(it->second);
+  }
+  const ConfidenceThresholds& t = config.thresholds;
+  for (const Rule* cur : own) {
+    Stats s;
+    for (const Observation* o : by_rule[cur->id]) {
+      std::optional<bool> agrees = Agrees(*cur->then.triage_class, *o);
+      if (!agrees) continue;
+      ++s.total_n;
+      if (*agrees) {
+        ++s.support_n;
+        s.support_w += o->weight;
+      } else {
+        s.contra_w += o->weight;
+        s.contra_ids.emplace_back(o->msg->occurred_at, &o->msg->id);
+      }
+    }
+    Rule r = *cur;
+    r.support = static_cast<int64_t>(r.evidence.size()) + s.Support();
+    r.contradictions = s.Contradictions();
+    r.contradiction_evidence = Newest(s.contra_ids);
+    int64_t total = r.support + r.contradictions;
+    double ratio = total == 0 ? 1.0 : static_cast<double>(r.support) / static_cast<double>(total);
+    if (r.contradictions >= t.pretty_min_support && ratio < t.pretty_min_ratio) {
+      r.status = RuleStatus::kRetired;
+      r.active = false;
+      int against = s.total_n - s.support_n;
+      std::string did =
+          *cur->then.triage_class == TriageClass::kInterruptNow
+              ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it interrupted for " + "only after " + Hours(config.fast_reply)
+          : *cur->then.triage_class == TriageClass::kDailyDigest
+              ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it put in the digest " + "within " + Hours(config.fast_reply)
+              : "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it recorded silently";
+      std::string why = "Retired your rule '" + r.name + "': " + did + " (support " +
+                        std::to_string(r.support) + ", contradictions " +
+                        std::to_string(r.contradictions) + ", below " +
+                        std::to_string(static_cast<int>(t.pretty_min_ratio * 100)) +
+                        " %). Import it again to put it back.";
+      changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      *rules_changed = true;
+      continue;
+    }
+    if (r.support != cur->support || r.contradictions != cur->contradictions ||
+        r.contradiction_evidence != cur->contradiction_evidence) {
+      changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+    }
+  }
+  return Status::Ok();
+}
+
+// The person's active triage rule that already does what learned rule `f` would, if any:
+// the same class, on every message `f` matches (no conditions beyond its counterparty,
+// by identifier, entity id or tag, and weekdays that include `f`'s).
+const Rule* CoveredBy(const Rule& f, const std::vector<Rule>& stored, const Entity& who) {
+  for (const Rule& r : stored) {
+    if (r.origin != RuleOrigin::kUser || r.status != RuleStatus::kActive ||
+        r.kind != RuleKind::kTriage || r.then.triage_class != f.then.triage_class) {
+      continue;
+    }
+    const RuleConditions& c = r.when;
+    if (!c.signals.empty() || !c.not_signals.empty() || !c.channels.empty() || !c.words.empty() ||
+        c.from_minute || c.until_minute) {
+      continue;
+    }
+    if (c.weekdays != 0 && (f.when.weekdays == 0 || (f.when.weekdays & ~c.weekdays) != 0)) {
+      continue;
+    }
+    auto has = [](const std::vector<std::string>& v, const std::string& x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    if (!c.tags.empty() && std::none_of(c.tags.begin(), c.tags.end(),
+                                        [&](const std::string& t) { return has(who.tags, t); })) {
+      continue;
+    }
+    if (!c.counterparties.empty() &&
+        std::none_of(c.counterparties.begin(), c.counterparties.end(), [&](const std::string& x) {
+          return x == who.id || has(who.identifiers, x);
+        })) {
+      continue;
+    }
+    return &r;
+  }
+  return nullptr;
+}
+
 // The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
 Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
-            TimePoint now, std::vector<Change>* changes, bool* rules_changed,
-            std::string* fingerprint) {
+            TimePoint now, LearnMemory::Impl& memory, std::vector<Change>* changes,
+            bool* rules_changed, std::string* fingerprint, std::vector<std::string>* covered) {
   auto settings = tx.workspaces().Settings(ws_id);
   if (!settings.ok()) return settings.status();
-  auto messages = tx.episodes().MessagesSince(ws_id, now - std::chrono::days(config.lookback_days));
-  if (!messages.ok()) return messages.status();
+  CORTEX_RETURN_IF_ERROR(Recall(tx, ws_id, *settings, now, config, memory));
   auto stored = tx.rules().List(ws_id, /*active_only=*/false);
   if (!stored.ok()) return stored.status();
   *fingerprint = Fingerprint(*stored);
 
+  auto histories = Observe(memory, now, config);
   std::map<std::string, Entity> entities;
   auto load_entity = [&](const std::string& id) -> Status {
     if (entities.count(id)) return Status::Ok();
@@ -501,7 +774,7 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     entities.emplace(id, std::move(*e));
     return Status::Ok();
   };
-  for (const MessageFact& m : *messages) CORTEX_RETURN_IF_ERROR(load_entity(m.entity_id));
+  for (const auto& [id, h] : histories) CORTEX_RETURN_IF_ERROR(load_entity(id));
   // The current row of each pattern: the newest.
   std::map<std::string, Rule*> current;
   for (Rule& r : *stored) {
@@ -514,16 +787,17 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     }
   }
 
-  auto histories = Observe(*messages, *settings, now, config);
   std::vector<Finding> findings = FindIn(histories, entities, now, config);
 
   // What triage did with the messages of the backtest window.
   std::unordered_map<std::string, TriageClass> got;
   {
-    std::set<std::string> recent;
+    std::unordered_set<std::string_view> recent;
     TimePoint from = now - std::chrono::days(config.backtest_days);
-    for (const MessageFact& m : *messages) {
-      if (!m.sent && m.occurred_at >= from) recent.insert(m.id);
+    for (const auto& [id, h] : histories) {
+      for (const Observation& o : h.received) {
+        if (o.msg->occurred_at >= from) recent.insert(o.msg->id);
+      }
     }
     if (!recent.empty()) {
       auto classes = tx.episodes().NotifiedClasses(ws_id, from);
@@ -545,6 +819,21 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     seen.insert(f.rule.pattern);
     auto it = current.find(f.rule.pattern);
     Rule* cur = it == current.end() ? nullptr : it->second;
+    auto who = entities.find(EntityOfPattern(f.rule.pattern));
+    const Rule* own = who == entities.end() ? nullptr : CoveredBy(f.rule, *stored, who->second);
+    if (own != nullptr && (cur == nullptr || cur->status != RuleStatus::kActive)) {
+      // Not proposed: the person's rule already does it. A proposal made before is withdrawn.
+      covered->push_back(f.rule.summary + " (your rule '" + own->name + "')");
+      if (cur != nullptr && cur->status == RuleStatus::kProposed) {
+        Rule r = *cur;
+        r.status = RuleStatus::kRetired;
+        r.active = false;
+        std::string why = "Withdrew the proposed rule '" + r.name + "': your rule '" + own->name +
+                          "' already does this. " + r.summary;
+        changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
+      }
+      continue;
+    }
     bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
                    (cur->status == RuleStatus::kRejected &&
                     f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
@@ -607,13 +896,15 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
     }
     if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
   }
-  return Status::Ok();
+  return RecheckOwnRules(tx, ws_id, config, now, histories, *stored, changes, rules_changed);
 }
 
 }  // namespace
 
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
-                          const LearningConfig& config) {
+                          const LearningConfig& config, LearnMemory* memory) {
+  LearnMemory scratch;
+  LearnMemory::Impl& m = memory != nullptr ? memory->impl() : scratch.impl();
   // A person may accept or reject a rule (or another pass may write) between this pass's
   // read and its write: then the pass starts over, a few times at most.
   constexpr int kAttempts = 3;
@@ -622,10 +913,13 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     std::vector<Change> changes;
     bool rules_changed = false;
     std::string fingerprint;
+    std::vector<std::string> covered;
     CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
       changes.clear();
       rules_changed = false;
-      return Plan(tx, clock, ws_id, config, now, &changes, &rules_changed, &fingerprint);
+      covered.clear();
+      return Plan(tx, clock, ws_id, config, now, m, &changes, &rules_changed, &fingerprint,
+                  &covered);
     }));
     LearnReport report;
     bool raced = false;
@@ -676,6 +970,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
       return Status::Ok();
     });
     if (!st.ok()) return st;
+    report.covered = std::move(covered);
     if (!raced) return report;
     if (attempt == kAttempts) {
       return Status::Unavailable("the workspace's rules kept changing during the pass");

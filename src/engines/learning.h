@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,11 +59,39 @@ struct LearnReport {
   int updated = 0;            // stored rules whose evidence or definition changed
   int retired = 0;            // proposals or active rules no longer supported (rule_retired)
   std::string agent_version;  // after the pass
+  // Patterns found but not proposed, because a person's active rule already does what they
+  // would: "<summary> (your rule '<name>')".
+  std::vector<std::string> covered;
 };
 
-// One learning pass over workspace `ws_id`, in one write transaction.
+// What the learner keeps of one workspace between passes while serving: every message of
+// the lookback it has read, by counterparty, with each received message's answer. A pass
+// given it reads only the episodes stamped after the last it read (by world_version),
+// checks their number against the workspace's episode count, and re-judges only the
+// counterparties they touch; anything else (a first pass, a count that does not add up,
+// other settings, a clock that went back) reads the whole history again. What a pass finds
+// is the same either way (docs/learning.md, "Incremental passes"). One per workspace, used
+// by one pass at a time, while no batch lands in the workspace (the serve loop holds the
+// workspace's pass).
+class LearnMemory {
+ public:
+  LearnMemory();
+  ~LearnMemory();
+  LearnMemory(LearnMemory&&) noexcept;
+  LearnMemory& operator=(LearnMemory&&) noexcept;
+  // How the last pass read: true if incrementally (for tests and the bench).
+  bool last_incremental() const;
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// One learning pass over workspace `ws_id`, in one write transaction. With `memory`, the
+// pass reads only what changed since the pass that last used it.
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
-                          const LearningConfig& config);
+                          const LearningConfig& config, LearnMemory* memory = nullptr);
 
 // A person accepts a learned rule (proposed or rejected): it becomes active, and the
 // workspace's agent_version moves. NotFound for no such rule; InvalidArgument for a

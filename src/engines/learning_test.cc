@@ -6,6 +6,7 @@
 
 #include "core/time.h"
 #include "engines/ingest.h"
+#include "engines/rules.h"
 #include "engines/tokens.h"
 #include "store/decisions.h"
 #include "store/entities.h"
@@ -536,6 +537,240 @@ TEST_F(LearnTest, PlantedWorldThroughTheStore) {
   EXPECT_EQ(r.proposed, s.found);
   EXPECT_GE(s.Precision(), 0.9);
   EXPECT_GE(s.Recall(), 0.85);
+}
+
+// A person's own triage rules are checked against what the person did with the messages
+// they decided: one the person keeps answering against is retired with a decision saying
+// why; one they keep to gains support; a couple of exceptions are counted, not fatal.
+TEST_F(LearnTest, PersonsRulesAreCheckedAgainstWhatThePersonDoes) {
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: marcus-digest
+    summary: Marcus can wait for the digest.
+    when: { counterparty: marcus@x.example }
+    then: { triage: daily_digest }
+  - name: news-silent
+    summary: The newsletter is recorded silently.
+    when: { counterparty: news@x.example }
+    then: { triage: handle_silently }
+  - name: dana-interrupts
+    summary: Dana interrupts.
+    when: { counterparty: dana@x.example }
+    then: { triage: interrupt_now }
+)");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  TimePoint start = clock_.Now() - std::chrono::days(10);
+  for (int i = 0; i < 4; ++i) {
+    TimePoint at = start + std::chrono::days(2 * i) + std::chrono::hours(1);
+    Exchange("marcus@x.example", at, 10);                            // answered at once: against
+    Exchange("news@x.example", at, std::nullopt);                    // never answered: with it
+    Exchange("dana@x.example", at, i < 2 ? std::optional(5) : 600);  // 2 with, 2 against
+  }
+  std::string av = AgentVersion();
+  LearnReport r = Learn();
+  EXPECT_EQ(r.retired, 1);
+  EXPECT_NE(AgentVersion(), av) << "retiring a rule in force changes what triage does";
+  std::map<std::string, Rule> by_name;
+  for (const Rule& x : Rules()) by_name[x.name] = x;
+  const Rule& marcus = by_name["marcus-digest"];
+  EXPECT_EQ(marcus.status, RuleStatus::kRetired);
+  EXPECT_FALSE(marcus.active);
+  EXPECT_EQ(marcus.contradictions, 4);
+  EXPECT_EQ(marcus.contradiction_evidence.size(), 4u);
+  const Rule& news = by_name["news-silent"];
+  EXPECT_EQ(news.status, RuleStatus::kActive);
+  EXPECT_EQ(news.support, 4);
+  EXPECT_EQ(news.contradictions, 0);
+  EXPECT_EQ(ConfidenceLabel(news, {}), "pretty_sure") << "relabelled from just_guessing";
+  const Rule& dana = by_name["dana-interrupts"];
+  EXPECT_EQ(dana.status, RuleStatus::kActive) << "two exceptions are not enough to retire it";
+  EXPECT_EQ(dana.support, 2);
+  EXPECT_EQ(dana.contradictions, 2);
+
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_EQ(retired[0].rule_id, marcus.id);
+  EXPECT_EQ(retired[0].payload_summary,
+            "Retired your rule 'marcus-digest': you answered 4 of the 4 messages it put in the "
+            "digest within 3 hours (support 0, contradictions 4, below 75 %). Import it again "
+            "to put it back.");
+  // The next message from Marcus is decided by the default policy, not the retired rule.
+  Exchange("marcus@x.example", clock_.Now() - std::chrono::minutes(5), std::nullopt);
+  auto triaged = Decisions(DecisionClass::kTriage);
+  ASSERT_FALSE(triaged.empty());
+  EXPECT_FALSE(triaged[0].rule_id.has_value());
+  EXPECT_EQ(Learn().retired, 0) << "a second pass changes nothing";
+  LearnReport again = Learn();
+  EXPECT_EQ(again.proposed + again.updated + again.retired, 0);
+}
+
+// A pattern a person's own rule already covers (same class, on every message it would
+// match) is not proposed, and a proposal made before the person wrote the rule is withdrawn;
+// a rule that covers only part of it (a signal more, another class) does not count.
+TEST_F(LearnTest, ProposalsAPersonsRuleCoversAreNotMade) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  LearnReport first = Learn();
+  ASSERT_EQ(first.proposed, 1);
+  EXPECT_TRUE(first.covered.empty());
+  auto import = [&](const std::string& yaml) {
+    auto r = ImportRules(*store_, clock_, ws_.id, yaml);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  };
+  import(R"(
+rules:
+  - name: jordan-urgent
+    summary: Jordan's urgent mail interrupts.
+    when: { counterparty: jordan@x.example, signals: urgent_language }
+    then: { triage: interrupt_now }
+  - name: jordan-digest
+    summary: Jordan waits for the digest.
+    when: { counterparty: jordan@x.example, weekdays: thu }
+    then: { triage: daily_digest }
+)");
+  LearnReport partial = Learn();
+  EXPECT_EQ(partial.retired, 0);
+  EXPECT_TRUE(partial.covered.empty());
+  import(R"(
+rules:
+  - name: jordan-early-week
+    summary: Jordan interrupts early in the week.
+    when: { counterparty: jordan@x.example, weekdays: [mon, tue, wed] }
+    then: { triage: interrupt_now }
+)");
+  LearnReport withdrawn = Learn();
+  EXPECT_EQ(withdrawn.retired, 1);
+  EXPECT_EQ(withdrawn.proposed, 0);
+  ASSERT_EQ(withdrawn.covered.size(), 1u);
+  EXPECT_EQ(withdrawn.covered[0],
+            "Reply to jordan@x.example quickly on Tuesdays: you answered all 4 of 4 within 3 hours "
+            "(0 of 4 on other days). (your rule 'jordan-early-week')");
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_EQ(retired[0].payload_summary.rfind("Withdrew the proposed rule "
+                                             "'learned-fast-jordan-x-example-tue': your rule "
+                                             "'jordan-early-week' already does this.",
+                                             0),
+            0u)
+      << retired[0].payload_summary;
+  LearnReport again = Learn();
+  EXPECT_EQ(again.proposed + again.updated + again.retired, 0);
+  EXPECT_EQ(again.covered.size(), 1u);
+  for (const Rule& r : Rules()) {
+    EXPECT_NE(r.status, RuleStatus::kProposed) << r.name;
+  }
+}
+
+// A pass that remembers the last reads only the batches since, and finds exactly what a
+// full pass finds: after each incremental pass, a full pass over the same store at the
+// same moment changes nothing. The batches answer old messages, leave new ones pending
+// until they come due, let a week go by (decay, backtest window), and a proposal is
+// accepted in between.
+TEST_F(LearnTest, IncrementalPassesFindWhatAFullPassFinds) {
+  PlantedWorldOptions o;
+  o.seed = 7;
+  o.weeks = 6;
+  o.now = clock_.Now();
+  PlantedWorld w = MakePlantedWorld(o);
+  Ingest(w.Jsonl());
+  LearnMemory memory;
+  auto first = cortex::Learn(*store_, clock_, ws_.id, {}, &memory);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(memory.last_incremental()) << "the first pass reads everything";
+  EXPECT_GT(first->proposed, 0);
+
+  std::vector<std::string> who;
+  for (const Entity& e : w.entities) who.push_back(e.identifiers[0]);
+  const int steps[] = {1, 5, 20, 2, 30, 24 * 7, 3, 26, 24 * 3, 1};
+  int changed = 0, round = 0;
+  std::vector<std::pair<std::string, std::string>> waiting;  // (who, thread)
+  for (int hours : steps) {
+    ++round;
+    clock_.Advance(std::chrono::hours(hours));
+    TimePoint now = clock_.Now();
+    // Twelve counterparties write; a quarter are answered within 20 minutes, and two
+    // messages left waiting by earlier rounds are answered now (late, after some passes
+    // judged them pending or slow).
+    std::string lines;
+    auto line = [&](const char* kind, const std::string& x, TimePoint at,
+                    const std::string& thread) {
+      json j = {{"type", "episode"}, {"kind", kind},       {"occurred_at", FormatTime(at)},
+                {"counterparty", x}, {"subject", "Hello"}, {"summary", "Hello"},
+                {"thread", thread}};
+      lines += j.dump() + "\n";
+    };
+    for (int k = 0; k < 2 && !waiting.empty(); ++k) {
+      line("message_sent", waiting.front().first, now, waiting.front().second);
+      waiting.erase(waiting.begin());
+    }
+    for (int i = 0; i < 12; ++i) {
+      const std::string& x = who[static_cast<size_t>(round * 5 + i) % who.size()];
+      std::string thread = "inc-" + std::to_string(round) + "-" + std::to_string(i);
+      TimePoint at = now - std::chrono::minutes(90);
+      line("message_received", x, at, thread);
+      if (i % 4 == 0) {
+        line("message_sent", x, at + std::chrono::minutes(20), thread);
+      } else {
+        waiting.emplace_back(x, thread);
+      }
+    }
+    Ingest(lines);
+    if (round == 4) {
+      for (const Rule& r : Rules()) {
+        if (r.status == RuleStatus::kProposed) {
+          ASSERT_TRUE(AcceptRule(*store_, clock_, ws_.id, r.id).ok());
+          break;
+        }
+      }
+    }
+    auto inc = cortex::Learn(*store_, clock_, ws_.id, {}, &memory);
+    ASSERT_TRUE(inc.ok()) << inc.status().ToString();
+    EXPECT_TRUE(memory.last_incremental()) << "round " << round;
+    changed += inc->proposed + inc->updated + inc->retired;
+    std::vector<Rule> after_inc = Rules();
+    LearnReport full = Learn();
+    EXPECT_EQ(full.proposed + full.updated + full.retired, 0)
+        << "round " << round << ": a full pass found what the incremental one missed ("
+        << full.proposed << " proposed, " << full.updated << " updated, " << full.retired
+        << " retired)";
+    std::vector<Rule> after_full = Rules();
+    ASSERT_EQ(after_inc.size(), after_full.size());
+    for (size_t i = 0; i < after_inc.size(); ++i) {
+      EXPECT_EQ(after_inc[i].id, after_full[i].id);
+      EXPECT_EQ(after_inc[i].summary, after_full[i].summary);
+      EXPECT_EQ(after_inc[i].evidence, after_full[i].evidence);
+      EXPECT_EQ(after_inc[i].backtest, after_full[i].backtest);
+    }
+  }
+  EXPECT_GT(changed, 0) << "the batches changed what the incremental passes found";
+}
+
+// Another time zone moves messages to other weekdays: the memory is read again; and so it
+// is every 30 days, to drop what left the lookback.
+TEST_F(LearnTest, NewSettingsAndAMonthMakeTheNextPassReadEverything) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  LearnMemory memory;
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  Exchange("jordan@x.example", clock_.Now() - std::chrono::hours(2), 10);
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_TRUE(memory.last_incremental());
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) {
+                    auto s = tx.workspaces().Settings(ws_.id);
+                    if (!s.ok()) return s.status();
+                    WorkspaceSettings n = *s;
+                    n.utc_offset_minutes = 13 * 60;
+                    return tx.workspaces().SetSettings(ws_.id, n);
+                  })
+                  .ok());
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_FALSE(memory.last_incremental());
+  // A month on, messages that left the lookback are dropped: the whole lookback is read.
+  clock_.Advance(std::chrono::days(29));
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_TRUE(memory.last_incremental());
+  clock_.Advance(std::chrono::days(2));
+  ASSERT_TRUE(cortex::Learn(*store_, clock_, ws_.id, {}, &memory).ok());
+  EXPECT_FALSE(memory.last_incremental());
 }
 
 }  // namespace

@@ -198,7 +198,36 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   details["episode_id"] = ep.id;
   details["surface_at"] = surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr;
   d.details_json = DumpJson(details);
-  outcomes_.push_back({std::move(d), std::move(n)});
+
+  // The rule that decided it fired: a decision of its own, on the same trace, naming the
+  // rule, its confidence and evidence, and the triage decision it made (docs/learning.md).
+  std::optional<Decision> fired;
+  if (rule != nullptr) {
+    Decision& f = fired.emplace();
+    f.id = NewId("dec_", clock_);
+    f.workspace_id = ws_id_;
+    f.decision_class = DecisionClass::kRuleFired;
+    f.status = DecisionStatus::kRecorded;
+    f.occurred_at = d.occurred_at;
+    f.entity_id = ep.entity_id;
+    f.payload_summary = "Rule '" + rule->name + "' fired on " + name + "'s " + ep.channel + " " +
+                        Quote(ep) + ": " + std::string(Name(triage_class)) + ".";
+    f.rule_id = rule->id;
+    f.rule_summary = rule_summary;
+    f.confidence = confidence;
+    f.trace_id = d.trace_id;
+    f.agent_version = agent_version_;
+    f.world_version = world_version;
+    f.source_episode_ids = d.source_episode_ids;
+    f.triage_decision_id = d.id;
+    nlohmann::json fd = nlohmann::json::object();
+    fd["rule_name"] = rule->name;
+    fd["origin"] = std::string(Name(rule->origin));
+    fd["episode_id"] = ep.id;
+    fd["then"] = {{"triage", Name(triage_class)}};
+    f.details_json = DumpJson(fd);
+  }
+  outcomes_.push_back({std::move(d), std::move(n), std::move(fired)});
   if (outcomes_.size() >= kMaxHeldOutcomes) return StoreOutcomes();
   return Status::Ok();
 }
@@ -216,6 +245,10 @@ Status Triager::StoreOutcomes() {
     return a->decision.entity_id < b->decision.entity_id;
   });
   for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.decisions().Insert(o->decision));
+  // The rules' rule_fired decisions after: by counterparty within their own class.
+  for (const Outcome* o : order) {
+    if (o->fired) CORTEX_RETURN_IF_ERROR(tx_.decisions().Insert(*o->fired));
+  }
   std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
     // (By the class's spelling, as the index holds it.)
     return std::make_tuple(Name(a->notification.triage_class), a->notification.surface_at) <

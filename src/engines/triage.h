@@ -53,6 +53,7 @@ class Triager {
   struct Outcome {
     Decision decision;
     Notification notification;
+    std::optional<Decision> fired;  // the rule_fired decision of the rule that decided it
   };
   std::vector<Outcome> outcomes_;  // triaged, not stored yet
 };

@@ -221,6 +221,62 @@ rules:
                   .ok());
 }
 
+// A triage rule that decides a message fires: a rule_fired decision on the same trace,
+// with the rule, its confidence, its evidence and the message, linked to the triage
+// decision. A message no rule decides (the default policy) fires nothing.
+TEST_F(TriageTest, ATriageRuleThatDecidesFires) {
+  Ingest(
+      R"({"type":"episode","kind":"message_received","occurred_at":"2026-06-01T10:00:00Z","counterparty":"marcus@h.example","summary":"old 1","external_id":"m1"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-02T10:00:00Z","counterparty":"marcus@h.example","summary":"old 2","external_id":"m2"}
+{"type":"episode","kind":"message_received","occurred_at":"2026-06-03T10:00:00Z","counterparty":"marcus@h.example","summary":"old 3","external_id":"m3"})");
+  auto fired = [&] {
+    std::vector<Decision> out;
+    EXPECT_TRUE(store_
+                    ->Read([&](ReadTx& tx) {
+                      DecisionFilter f;
+                      f.decision_class = DecisionClass::kRuleFired;
+                      out = *tx.decisions().List(ws_.id, f, 100);
+                      return Status::Ok();
+                    })
+                    .ok());
+    return out;
+  };
+  ASSERT_TRUE(fired().empty()) << "no rule yet: the default policy fires nothing";
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: marcus-tuesdays
+    summary: Reply to Marcus quickly on Tuesdays.
+    when: { counterparty: marcus@h.example, weekdays: tue }
+    then: { triage: interrupt_now }
+    evidence: [m1, m2, m3]
+)");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  Decision wed = Receive("marcus@h.example", "2026-06-10T08:00:00Z", "Wednesday note");
+  EXPECT_FALSE(wed.rule_id.has_value());
+  EXPECT_TRUE(fired().empty()) << "the rule did not match on a Wednesday";
+
+  Decision tue = Receive("marcus@h.example", "2026-06-09T08:00:00Z", "Status update");
+  auto all = fired();
+  ASSERT_EQ(all.size(), 1u);
+  const Decision& f = all[0];
+  EXPECT_EQ(f.rule_id, tue.rule_id);
+  EXPECT_EQ(*f.rule_summary, "Reply to Marcus quickly on Tuesdays.");
+  EXPECT_EQ(f.confidence, "pretty_sure");
+  EXPECT_EQ(f.trace_id, tue.trace_id);
+  EXPECT_EQ(f.triage_decision_id, tue.id);
+  EXPECT_EQ(f.entity_id, tue.entity_id);
+  EXPECT_EQ(f.agent_version, imported->agent_version);
+  EXPECT_EQ(f.source_episode_ids, tue.source_episode_ids);  // the message, then the evidence
+  EXPECT_EQ(f.source_episode_ids.size(), 4u);
+  EXPECT_EQ(f.payload_summary,
+            "Rule 'marcus-tuesdays' fired on Marcus Webb's email 'Status update': interrupt_now.");
+  json details = f.Details();
+  EXPECT_EQ(details["rule_name"], "marcus-tuesdays");
+  EXPECT_EQ(details["origin"], "user");
+  EXPECT_EQ(details["episode_id"], tue.source_episode_ids.at(0));
+  EXPECT_EQ(details["then"]["triage"], "interrupt_now");
+}
+
 TEST_F(TriageTest, NotificationAndDecisionAreWrittenWithTheEpisode) {
   Decision d = Receive("sarah@n.example", "2026-06-09T14:00:00Z", "hi");
   ASSERT_TRUE(d.notification_id.has_value());

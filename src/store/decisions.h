@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -22,6 +23,10 @@ class DecisionsReader {
   // most `limit`.
   Result<std::vector<TriageLink>> RecentTriage(const std::string& ws, const std::string& entity_id,
                                                const std::string& min_id, int limit);
+  // The rule_fired decisions triage made (a rule that decided a message) with id >=
+  // `min_id`: (rule id, the message's episode id), one range of decisions_by_class.
+  Result<std::vector<std::pair<std::string, std::string>>> FiredTriageRules(
+      const std::string& ws, const std::string& min_id);
 
   // One range of an index, newest first: the decisions of a class (any, if none), and of
   // one triage class if set. decisions_by_class is (workspace_id, class, triage_class, id),

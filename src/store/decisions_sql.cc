@@ -192,6 +192,25 @@ Status DecisionsReader::AppendIds(const std::string& ws, const DecisionFilter& f
   return st;
 }
 
+Result<std::vector<std::pair<std::string, std::string>>> DecisionsReader::FiredTriageRules(
+    const std::string& ws, const std::string& min_id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT rule_id, source_episode_ids FROM decisions WHERE workspace_id = ?"
+      " AND class = 'rule_fired' AND triage_class = '' AND id >= ?"
+      " AND triage_decision_id IS NOT NULL AND rule_id IS NOT NULL");
+  s.Bind(1, ws).Bind(2, min_id);
+  std::vector<std::pair<std::string, std::string>> out;
+  Status st;
+  while (s.Step(&st)) {
+    auto sources = ParseStoredJson(s.Text(1));
+    if (!sources.is_array() || sources.empty() || !sources[0].is_string()) continue;
+    out.emplace_back(s.Text(0), sources[0].get<std::string>());
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
 Result<std::vector<TriageLink>> DecisionsReader::RecentTriage(const std::string& ws,
                                                               const std::string& entity_id,
                                                               const std::string& min_id,

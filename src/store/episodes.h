@@ -52,6 +52,17 @@ class EpisodesReader {
   // Every message (received or sent) with a counterparty that occurred at or after `since`,
   // in no particular order.
   Result<std::vector<MessageFact>> MessagesSince(const std::string& ws, TimePoint since);
+  // The episodes stamped with a world_version greater than `after` (a reader keeping up
+  // with the workspace: the learner): how many, of any kind; the messages with a
+  // counterparty among them; and the greatest version among them ("" if none).
+  struct AfterVersion {
+    int64_t episodes = 0;
+    std::vector<MessageFact> messages;
+    std::string world_version;
+  };
+  Result<AfterVersion> EpisodesAfterVersion(const std::string& ws, const std::string& after);
+  // The greatest world_version stamped on an episode of the workspace ("" if none).
+  Result<std::string> LatestWorldVersion(const std::string& ws);
   // The triage class each notified episode got: (episode id, class), for every notification
   // that surfaces at or after `since` or never (and maybe some others).
   Result<std::vector<std::pair<std::string, TriageClass>>> NotifiedClasses(const std::string& ws,

@@ -395,6 +395,42 @@ Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string
   });
 }
 
+Result<EpisodesReader::AfterVersion> EpisodesReader::EpisodesAfterVersion(
+    const std::string& ws, const std::string& after) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // A range of episodes_by_version.
+  Stmt s = s_.conn.Prepare(
+      "SELECT id, kind, occurred_at, entity_id, thread, world_version FROM episodes"
+      " WHERE workspace_id = ? AND world_version > ?");
+  s.Bind(1, ws).Bind(2, after);
+  AfterVersion out;
+  Status st;
+  while (s.Step(&st)) {
+    ++out.episodes;
+    std::string wv = s.Text(5);
+    if (wv > out.world_version) out.world_version = std::move(wv);
+    std::string kind = s.Text(1);
+    if ((kind != "message_received" && kind != "message_sent") || s.IsNull(3)) continue;
+    out.messages.push_back(
+        MessageFact{s.Text(0), kind == "message_sent", s.Time(2), s.Text(3), s.Text(4)});
+  }
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<std::string> EpisodesReader::LatestWorldVersion(const std::string& ws) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT world_version FROM episodes WHERE workspace_id = ?"
+      " ORDER BY world_version DESC LIMIT 1");
+  s.Bind(1, ws);
+  std::string out;
+  Status st;
+  if (s.Step(&st)) out = s.Text(0);
+  if (!st.ok()) return st;
+  return out;
+}
+
 Result<std::vector<std::pair<std::string, TriageClass>>> EpisodesReader::NotifiedClasses(
     const std::string& ws, TimePoint since) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));

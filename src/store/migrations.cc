@@ -557,6 +557,12 @@ CREATE TABLE calendar_resources (
   PRIMARY KEY (workspace_id, source, href)
 ) WITHOUT ROWID;
 )sql"},
+      {27, "episodes by the world_version that stamped them", R"sql(
+-- The learner keeps a workspace's messages in memory while serving and, after a batch,
+-- reads only the episodes stamped after the last it read (docs/learning.md, "Incremental
+-- passes"). Versions only grow, so each insert appends at the index's right edge.
+CREATE INDEX episodes_by_version ON episodes(workspace_id, world_version);
+)sql"},
   };
   return kMigrations;
 }

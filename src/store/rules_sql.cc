@@ -40,7 +40,13 @@ Rule RuleRow(const Stmt& s) {
 }
 
 std::string LearnedJson(const Rule& r) {
-  if (r.origin != RuleOrigin::kLearned) return "{}";
+  if (r.origin != RuleOrigin::kLearned) {
+    // A person's rule: what the learner found against it (docs/learning.md).
+    if (r.contradiction_evidence.empty()) return "{}";
+    nlohmann::json j = nlohmann::json::object();
+    j["contradiction_evidence"] = r.contradiction_evidence;
+    return DumpJson(j);
+  }
   nlohmann::json j = nlohmann::json::object();
   j["pattern"] = r.pattern;
   j["contradiction_evidence"] = r.contradiction_evidence;

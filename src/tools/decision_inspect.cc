@@ -85,6 +85,12 @@ ToolDef DecisionInspectTool() {
                {"description",
                 "rule_proposed / rule_retired: the rule as the learner saw it then: pattern, "
                 "when, then, support, contradictions and their episodes, backtest."}}},
+             {"fired_rule",
+              {{"type", "object"},
+               {"description",
+                "rule_fired: the rule that fired (rule_name, origin user|learned) and its "
+                "effect: a triage rule's class and message (then, episode_id; the triage "
+                "decision is triage_decision_id), an action rule's action_id."}}},
              {"digest",
               {{"type", "object"},
                {"description",
@@ -108,6 +114,7 @@ ToolDef DecisionInspectTool() {
               d->decision_class == DecisionClass::kRuleRetired) {
             body["learned_rule"] = d->Details();
           }
+          if (d->decision_class == DecisionClass::kRuleFired) body["fired_rule"] = d->Details();
           if (d->decision_class == DecisionClass::kDigest) {
             body["status"] = Name(d->status);
             body["digest"] = d->Details();

@@ -157,6 +157,26 @@ class TestLearning(unittest.TestCase):
         self.assertEqual(triaged["triage_class"], "interrupt_now")
         self.assertEqual(triaged["rule_summary"], jordan["summary"])
         self.assertEqual(triaged["agent_version"], accepted["agent_version"])
+        # The learned rule fired: a rule_fired decision decision.inspect explains.
+        fired = self.call(self.agent, "decision.list",
+                          {"decision_class": "rule_fired",
+                           "counterparty": "jordan@planted.example"})["decisions"]
+        self.assertEqual(len(fired), 1, fired)
+        why = self.call(self.agent, "decision.inspect", {"decision_id": fired[0]["decision_id"]})
+        self.assertEqual(why["decision_class"], "rule_fired")
+        self.assertEqual(why["triage_decision_id"], triaged["decision_id"])
+        self.assertEqual(why["reasoning"]["rule_id"], jordan["rule_id"])
+        self.assertEqual(why["reasoning"]["rule_summary"], jordan["summary"])
+        self.assertIn(why["reasoning"]["confidence"], ("pretty_sure", "strong_pattern"))
+        self.assertEqual(why["reasoning"]["source_episode_ids"][1:], jordan["evidence"])
+        self.assertEqual(why["fired_rule"]["rule_name"], "learned-fast-jordan-kim-tue")
+        self.assertEqual(why["fired_rule"]["origin"], "learned")
+        self.assertEqual(why["fired_rule"]["then"], {"triage": "interrupt_now"})
+        self.assertEqual(why["fired_rule"]["episode_id"],
+                         why["reasoning"]["source_episode_ids"][0])
+        triage_why = self.call(self.agent, "decision.inspect",
+                               {"decision_id": triaged["decision_id"]})
+        self.assertEqual(triage_why["reasoning"]["trace_id"], why["reasoning"]["trace_id"])
 
         # The person rejects the newsletter rule: it is not proposed again.
         rejected = self.call(self.person, "rule.reject", {"rule_id": silent["rule_id"]})
@@ -277,8 +297,15 @@ class TestDemoLearns(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="cortex-e2e-learn-demo-") as d:
             out = cli(d, "demo", "--data", d).stdout
             self.assertRegex(out, r"workspace demo: learned: [1-9]\d* proposed")
-            self.assertRegex(out, r"proposed rul_\w+: Reply to Marcus Webb quickly on Tuesdays: "
-                                  r"you answered 5 of 6 within 3 hours \(0 of 3 on other days\)\.")
+            # Found from the history, and not proposed: the demo's own marcus-tuesdays rule
+            # does it already (so do its newsletter rule for the three newsletters).
+            self.assertIn("workspace demo: found, not proposed: Reply to Marcus Webb quickly on "
+                          "Tuesdays: you answered 5 of 6 within 3 hours (0 of 3 on other days). "
+                          "(your rule 'marcus-tuesdays')", out)
+            self.assertNotRegex(out, r"proposed rul_\w+: Reply to Marcus")
+            self.assertRegex(out, r"found, not proposed: Record The Weekly Stack silently.* "
+                                  r"\(your rule 'newsletters-silent'\)")
+            self.assertRegex(out, r"proposed rul_\w+: Put Riley Summers in the daily digest")
             again = cli(d, "demo", "--data", d).stdout
             self.assertIn("learned: 0 proposed, 0 updated, 0 retired", again)
 
