@@ -169,6 +169,15 @@ std::optional<std::string> McpServer::ListenStreamNext(const std::string& stream
   return ResourceChanges(ws, uris, state, spec["i"]);
 }
 
+std::string McpServer::ListenStreamEnd(const std::string& stream) const {
+  json spec = ParseStream(stream);
+  if (spec.is_null()) return std::string();
+  json meta = result_meta_;
+  meta[kMetaSubscriptionId] = spec["i"];
+  json end = rpc::MakeResult(spec["i"], {{"resultType", "complete"}, {"_meta", std::move(meta)}});
+  return "event: message\ndata: " + DumpJson(end) + "\n\n";
+}
+
 void McpServer::ListenClosed(const std::string& stream) {
   json spec = ParseStream(stream);
   if (spec.is_null()) return;

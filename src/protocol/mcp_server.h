@@ -156,6 +156,9 @@ class McpServer {
   // limits::kSubscriptionPoll; any instance can serve it (it reads the store).
   static bool IsListenStream(std::string_view stream);
   std::optional<std::string> ListenStreamNext(const std::string& stream, std::string& state);
+  // What a listen stream sends last when the server ends it (shutdown): its request's
+  // result, the graceful end (SSE).
+  std::string ListenStreamEnd(const std::string& stream) const;
   // The transport closed listen stream `stream` (it no longer counts against its workspace).
   void ListenClosed(const std::string& stream);
 

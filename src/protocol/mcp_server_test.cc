@@ -376,6 +376,13 @@ TEST_F(McpServerTest, ListenAcknowledgesThenTellsChangesUntilTheTokenIsRevoked) 
   // A revoked token is told nothing more: the stream ends.
   ASSERT_TRUE(RevokeToken(*store_, clock_, "alpha", token->record.id).ok());
   EXPECT_EQ(server_->ListenStreamNext(r.held_stream, state), std::nullopt);
+  // Ended by the server (shutdown): the request's result, tagged like its notifications.
+  std::string end = server_->ListenStreamEnd(r.held_stream);
+  ASSERT_EQ(end.rfind("event: message\ndata: ", 0), 0u) << end;
+  json result = json::parse(end.substr(end.find('{')));
+  EXPECT_EQ(result["id"], 7);
+  EXPECT_EQ(result["result"]["resultType"], "complete");
+  EXPECT_EQ(result["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
   server_->ListenClosed(r.held_stream);
 }
 

@@ -222,6 +222,10 @@ std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std
   return mcp_.SessionStreamNext(stream, state);
 }
 
+std::string HttpRouter::StreamEnd(const std::string& stream) {
+  return McpServer::IsListenStream(stream) ? mcp_.ListenStreamEnd(stream) : std::string();
+}
+
 void HttpRouter::StreamClosed(const std::string& stream) {
   if (McpServer::IsListenStream(stream)) return mcp_.ListenClosed(stream);
   if (stream.rfind(kInboxStream, 0) != 0 && !McpServer::IsHeldStream(stream)) {

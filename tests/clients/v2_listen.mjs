@@ -2,7 +2,8 @@
 // 2026-07-28 era: `subscriptions/listen` on the demo workspace. A listening client is told
 // within a second when an interrupt_now notification arrives (an urgent message from a VIP,
 // ingested through POST /v1/episodes) and when a draft joins the inbox; another workspace's
-// listener is told nothing; a bad filter is refused; close() ends the stream.
+// listener is told nothing; a bad filter is refused; close() ends the stream; a server that
+// stops ends an open listen with its result (a graceful close).
 //
 //   CORTEX_BIN=/path/to/cortex node v2_listen.mjs
 
@@ -14,7 +15,7 @@ import { SARAH, WORKSPACE, draftForApproval, loadDemo } from './resources.mjs';
 const MODERN = '2026-07-28';
 const DUE = 'cortex://notifications/due';
 const INBOX = 'cortex://inbox';
-const suite = new Suite('v2_listen', 14);
+const suite = new Suite('v2_listen', 15);
 
 function connect(server, token, name) {
     const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
@@ -142,10 +143,17 @@ await suite.run(async s => {
         expectEqual(updates.updates.slice(from), [], 'updates after close');
     });
 
-    await client.close().catch(() => {});
-    await other.close().catch(() => {});
-    await s.check('server stops', async () => {
+    const last = await s.check('a listen open when the server stops is acknowledged', async () => {
+        const listening = await client.listen({ resourceSubscriptions: [INBOX] });
+        expectEqual(listening.honoredFilter, { resourceSubscriptions: [INBOX] }, 'honored filter');
+        return listening;
+    });
+    await s.check('server stops (SIGTERM, exit 0); the open listen is ended gracefully, with its result', async () => {
         const { code } = await server.stop();
         expectEqual(code, 0, 'exit code');
+        const how = await Promise.race([last.closed, new Promise(r => setTimeout(() => r('still open after 2 s'), 2000))]);
+        expectEqual(how, 'graceful', 'how the subscription closed');
     });
+    await client.close().catch(() => {});
+    await other.close().catch(() => {});
 });
