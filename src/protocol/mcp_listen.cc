@@ -1,6 +1,7 @@
-// subscriptions/listen (2026-07-28 §Subscriptions), over HTTP: the request is answered
-// with an event stream that starts with notifications/subscriptions/acknowledged and then
-// stays open, carrying notifications/resources/updated for the listened resources. Nothing
+// subscriptions/listen (2026-07-28 §Subscriptions): over HTTP the request is answered with
+// an event stream that starts with notifications/subscriptions/acknowledged and then stays
+// open, carrying notifications/resources/updated for the listened resources; over stdio the
+// same messages go out on stdout (transport/stdio.cc). Nothing
 // about a listen is kept in this process but its stream: each look reads the store, so a
 // change written through any instance sharing it (PostgreSQL) is told on every stream.
 #include <spdlog/spdlog.h>
@@ -53,13 +54,8 @@ bool McpServer::IsListenStream(std::string_view stream) { return stream.rfind(kL
 McpResponse McpServer::Listen(const McpRequest& req, const json& id, const json& params,
                               McpResponse out) {
   const AuthContext& auth = *req.auth;
-  if (req.transport != McpTransport::kHttp) {
-    // stdio's one channel would need a writer besides the request loop (docs/mcp.md).
-    return Refuse(std::move(out), id, Disposition::kUnknownMethod, rpc::kMethodNotFound,
-                  "Method not found: subscriptions/listen is served over HTTP only", nullptr,
-                  "method_not_found");
-  }
-  if (!req.accepts_stream) {
+  // (On stdio the channel is the stream: the stdio loop holds the listen.)
+  if (req.transport == McpTransport::kHttp && !req.accepts_stream) {
     return Refuse(std::move(out), id, Disposition::kRejected, rpc::kInvalidRequest,
                   "Not Acceptable: subscriptions/listen answers with an event stream; Accept "
                   "must include text/event-stream",

@@ -330,9 +330,9 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
 
   json result;
   if (method == "server/discover") {
-    // Resource updates reach a 2026-07-28 client on a subscriptions/listen stream (HTTP).
+    // Resource updates reach a 2026-07-28 client on a subscriptions/listen stream.
     result = {{"supportedVersions", SupportedVersions()},
-              {"capabilities", Capabilities(req.transport == McpTransport::kHttp)},
+              {"capabilities", Capabilities(/*subscribe=*/true)},
               {"ttlMs", kListTtlMs},
               {"cacheScope", "public"}};
     if (!info_.instructions.empty()) result["instructions"] = info_.instructions;

@@ -148,8 +148,8 @@ class McpServer {
   static bool IsHeldStream(std::string_view stream);
   static constexpr std::chrono::milliseconds kHeldStreamPoll{250};  // how often it looks
   std::optional<std::string> HeldStreamNext(const std::string& stream, std::string& state);
-  // subscriptions/listen (2026-07-28, HTTP): the request's response stream is held open
-  // (McpResponse::held_stream) after its acknowledgement. Whether `stream` is one, and what
+  // subscriptions/listen (2026-07-28): the request's response stream is held open
+  // (McpResponse::held_stream) after its acknowledgement (on stdio, the stdio loop holds it). Whether `stream` is one, and what
   // it sends next: notifications/resources/updated, tagged with the subscription id, for
   // each listened resource whose content changed since the last look (empty if none);
   // nullopt once the caller's token is revoked or expired (the stream ends). Polled every

@@ -407,10 +407,13 @@ TEST_F(McpServerTest, ListenRefusesBadFiltersAndCountsStreams) {
   McpRequest json_only = ListenRequest(body, auth_, json::object());
   json_only.accepts_stream = false;
   EXPECT_EQ(server_->Handle(json_only).disposition, Disposition::kRejected);
-  // Over stdio there is no listen (one channel, one request at a time).
+  // Over stdio the channel is the stream: no Accept to look at.
   McpRequest stdio = ListenRequest(body, auth_, json::object());
   stdio.transport = McpTransport::kStdio;
-  EXPECT_EQ(server_->Handle(stdio).body["error"]["code"], rpc::kMethodNotFound);
+  stdio.accepts_stream = false;
+  McpResponse on_stdio = server_->Handle(stdio);
+  EXPECT_TRUE(McpServer::IsListenStream(on_stdio.held_stream));
+  server_->ListenClosed(on_stdio.held_stream);
 
   // Each open stream counts against its workspace until the transport closes it.
   std::vector<std::string> open;

@@ -3,19 +3,22 @@
 // within a second when an interrupt_now notification arrives (an urgent message from a VIP,
 // ingested through POST /v1/episodes) and when a draft joins the inbox; another workspace's
 // listener is told nothing; a bad filter is refused; close() ends the stream; a server that
-// stops ends an open listen with its result (a graceful close).
+// stops ends an open listen with its result (a graceful close). Then the same over stdio
+// (`cortex mcp --stdio`), where the listen's messages share stdout with the answers.
 //
 //   CORTEX_BIN=/path/to/cortex node v2_listen.mjs
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
-import { Suite, createToken, expect, expectEqual, makeDataDir, show, startServer } from './lib.mjs';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+import { Suite, createToken, expect, expectEqual, makeDataDir, requireCortexBin, show, startServer } from './lib.mjs';
 import { SARAH, WORKSPACE, draftForApproval, loadDemo } from './resources.mjs';
 
 const MODERN = '2026-07-28';
 const DUE = 'cortex://notifications/due';
 const INBOX = 'cortex://inbox';
-const suite = new Suite('v2_listen', 15);
+const suite = new Suite('v2_listen', 19);
 
 function connect(server, token, name) {
     const client = new Client({ name, version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
@@ -156,4 +159,40 @@ await suite.run(async s => {
     });
     await client.close().catch(() => {});
     await other.close().catch(() => {});
+
+    // stdio: one process at a time on the data directory.
+    const stdio = new Client({ name: 'cortex-interop-v2-listen-stdio', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN } } });
+    const transport = new StdioClientTransport({
+        command: requireCortexBin(),
+        args: ['mcp', '--stdio', '--data', dataDir],
+        env: { CORTEX_TOKEN: token },
+        stderr: 'pipe'
+    });
+    await s.check(`v2 stdio client connects pinned to ${MODERN}; resources.subscribe advertised`, async () => {
+        await stdio.connect(transport, { timeout: 15_000 });
+        expectEqual(stdio.getServerCapabilities()?.resources?.subscribe, true, 'resources.subscribe');
+    }, { fatal: true });
+    const stdioUpdates = recordUpdates(stdio);
+    const stdioSub = await s.check('stdio: listen to the inbox is acknowledged', async () => {
+        const listening = await stdio.listen({ resourceSubscriptions: [INBOX] });
+        expectEqual(listening.honoredFilter, { resourceSubscriptions: [INBOX] }, 'honored filter');
+        return listening;
+    }, { fatal: true });
+    await s.check('stdio: a draft made on the same channel is told within a second, tagged with the subscription', async () => {
+        const from = stdioUpdates.updates.length;
+        await draftForApproval(stdio);
+        const ackAt = Date.now();
+        const update = await stdioUpdates.next(INBOX, from, 1000);
+        s.info(`stdio: cortex://inbox update arrived ${update.at - ackAt} ms after action.communicate was acknowledged`);
+        expect(update.meta?.['io.modelcontextprotocol/subscriptionId'] !== undefined, `subscriptionId: ${show(update.meta)}`);
+    });
+    await s.check('stdio: after close() (notifications/cancelled) nothing more is told', async () => {
+        await stdioSub.close();
+        expectEqual(await stdioSub.closed, 'local', 'closed');
+        const from = stdioUpdates.updates.length;
+        await draftForApproval(stdio);
+        await new Promise(r => setTimeout(r, 1200));
+        expectEqual(stdioUpdates.updates.slice(from), [], 'updates after close');
+    });
+    await stdio.close().catch(() => {});
 });
