@@ -89,10 +89,9 @@ McpResponse McpServer::Listen(const McpRequest& req, const json& id, const json&
       const std::string& uri = u.get_ref<const std::string&>();
       // Like resources/read in this era: a URI no resource matches is not found (-32602).
       if (!tools_.catalog().Matches(uri)) {
-        return Refuse(std::move(out), id, Disposition::kReply, rpc::kInvalidParams,
-                      "Resource not found",
-                      {{"uri", Utf8Prefix(uri, limits::kMaxResourceUriChars)}},
-                      "resource_not_found");
+        return Refuse(
+            std::move(out), id, Disposition::kReply, rpc::kInvalidParams, "Resource not found",
+            {{"uri", Utf8Prefix(uri, limits::kMaxResourceUriChars)}}, "resource_not_found");
       }
       if (std::find(uris.begin(), uris.end(), uri) == uris.end()) uris.push_back(uri);
     }
@@ -123,11 +122,11 @@ McpResponse McpServer::Listen(const McpRequest& req, const json& id, const json&
   // What each resource holds now: a change from here on is told, even one that lands
   // before the stream's first look.
   ResourceChanges(auth.workspace_id, uris, out.held_stream_state, nullptr);
-  out.notifications.push_back({{"jsonrpc", "2.0"},
-                               {"method", "notifications/subscriptions/acknowledged"},
-                               {"params",
-                                {{"_meta", {{kMetaSubscriptionId, id}}},
-                                 {"notifications", std::move(honored)}}}});
+  out.notifications.push_back(
+      {{"jsonrpc", "2.0"},
+       {"method", "notifications/subscriptions/acknowledged"},
+       {"params",
+        {{"_meta", {{kMetaSubscriptionId, id}}}, {"notifications", std::move(honored)}}}});
   json spec = {{"w", auth.workspace_id}, {"t", auth.token_id}, {"i", id}, {"u", uris}};
   out.held_stream = std::string(kListen) + spec.dump();
   out.status = "listening";

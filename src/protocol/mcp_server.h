@@ -149,11 +149,11 @@ class McpServer {
   static constexpr std::chrono::milliseconds kHeldStreamPoll{250};  // how often it looks
   std::optional<std::string> HeldStreamNext(const std::string& stream, std::string& state);
   // subscriptions/listen (2026-07-28): the request's response stream is held open
-  // (McpResponse::held_stream) after its acknowledgement (on stdio, the stdio loop holds it). Whether `stream` is one, and what
-  // it sends next: notifications/resources/updated, tagged with the subscription id, for
-  // each listened resource whose content changed since the last look (empty if none);
-  // nullopt once the caller's token is revoked or expired (the stream ends). Polled every
-  // limits::kSubscriptionPoll; any instance can serve it (it reads the store).
+  // (McpResponse::held_stream) after its acknowledgement (on stdio, the stdio loop holds it).
+  // Whether `stream` is one, and what it sends next: notifications/resources/updated, tagged with
+  // the subscription id, for each listened resource whose content changed since the last look
+  // (empty if none); nullopt once the caller's token is revoked or expired (the stream ends).
+  // Polled every limits::kSubscriptionPoll; any instance can serve it (it reads the store).
   static bool IsListenStream(std::string_view stream);
   std::optional<std::string> ListenStreamNext(const std::string& stream, std::string& state);
   // What a listen stream sends last when the server ends it (shutdown): its request's
@@ -199,8 +199,8 @@ class McpServer {
                                                         const std::string& method,
                                                         const nlohmann::json& params);
   // subscriptions/listen: the acknowledgement now, the stream held for the updates.
-  McpResponse Listen(const McpRequest& req, const nlohmann::json& id,
-                     const nlohmann::json& params, McpResponse out);
+  McpResponse Listen(const McpRequest& req, const nlohmann::json& id, const nlohmann::json& params,
+                     McpResponse out);
   // Reads each of `uris` as workspace `ws` and returns the events (SSE) of those whose
   // content, less its `as_of`, differs from its digest in `state` (a JSON object of digests,
   // empty at first: nothing is told until a resource has been seen once); updates `state`.

@@ -342,8 +342,8 @@ TEST_F(McpServerTest, ListenAcknowledgesThenTellsChangesUntilTheTokenIsRevoked) 
   AuthContext listener{auth_.workspace_id, "alpha", token->record.id, kScopeRead};
   std::string body;
   McpResponse r = server_->Handle(ListenRequest(
-      body, listener, {{"resourceSubscriptions", {person, "cortex://inbox", person}},
-                       {"toolsListChanged", true}}));
+      body, listener,
+      {{"resourceSubscriptions", {person, "cortex://inbox", person}}, {"toolsListChanged", true}}));
   EXPECT_EQ(r.disposition, Disposition::kReply);
   EXPECT_TRUE(r.body.is_null());
   ASSERT_EQ(r.notifications.size(), 1u);
@@ -396,8 +396,8 @@ TEST_F(McpServerTest, ListenRefusesBadFiltersAndCountsStreams) {
   EXPECT_EQ(code({{"toolsListChanged", "yes"}}), rpc::kInvalidParams);
   EXPECT_EQ(code({{"resourceSubscriptions", "cortex://inbox"}}), rpc::kInvalidParams);
   EXPECT_EQ(code({{"resourceSubscriptions", json::array({1})}}), rpc::kInvalidParams);
-  McpResponse unknown =
-      server_->Handle(ListenRequest(body, auth_, {{"resourceSubscriptions", json::array({"cortex://nope"})}}));
+  McpResponse unknown = server_->Handle(
+      ListenRequest(body, auth_, {{"resourceSubscriptions", json::array({"cortex://nope"})}}));
   EXPECT_EQ(unknown.body["error"]["code"], rpc::kInvalidParams);
   EXPECT_EQ(unknown.body["error"]["data"]["uri"], "cortex://nope");
   json many = json::array();

@@ -296,14 +296,14 @@ TEST_F(CortexResourcesTest, CompletesIdsCounterpartiesAndClasses) {
   EXPECT_EQ(one["rule"]["name"], "vip-urgent-interrupts") << one.dump();
   EXPECT_EQ(one["rule"]["status"], "active");
   std::string rule_id = one["rule"]["rule_id"];
-  EXPECT_EQ(ReadBody(Legacy("resources/read", {{"uri", "cortex://rules/" + rule_id}}))["rule"]
-                ["name"],
-            "vip-urgent-interrupts");
+  EXPECT_EQ(
+      ReadBody(Legacy("resources/read", {{"uri", "cortex://rules/" + rule_id}}))["rule"]["name"],
+      "vip-urgent-interrupts");
   EXPECT_EQ(Legacy("resources/read", {{"uri", "cortex://rules/nope"}})["error"]["code"], -32002);
   // Not another workspace's rules, by name or by id.
-  EXPECT_EQ(Modern("resources/read", {{"uri", "cortex://rules/" + rule_id}}, &other_)["error"]
-                ["code"],
-            rpc::kInvalidParams);
+  EXPECT_EQ(
+      Modern("resources/read", {{"uri", "cortex://rules/" + rule_id}}, &other_)["error"]["code"],
+      rpc::kInvalidParams);
   EXPECT_EQ(Modern("completion/complete",
                    {{"ref", rule_tmpl}, {"argument", {{"name", "rule"}, {"value", ""}}}},
                    &other_)["result"]["completion"]["values"],

@@ -77,7 +77,7 @@ ToolDef EntityLookupTool() {
             return Status::Ok();
           }
           auto found = tx.entities().FindByName(ctx.auth.workspace_id, ref,
-                                                 static_cast<int>(kMaxNameCandidates) + 1);
+                                                static_cast<int>(kMaxNameCandidates) + 1);
           if (!found.ok()) return found.status();
           matched = found->size();
           // The one person so named, or the one whose whole name it is.

@@ -466,9 +466,10 @@ TEST_F(ReadToolsTest, EntityLookupFindsAPersonByName) {
   EXPECT_EQ(Call("entity.lookup", {{"identifier", "arah"}}, true)["error"], "not_found");
   EXPECT_EQ(Call("entity.lookup", {{"identifier", "Nobody Here"}}, true)["error"], "not_found");
   // Several people: an error naming them, to look one up by identifier.
-  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id,
-                          R"({"type":"entity","name":"Sarah Okafor","identifiers":["so@x.example"]})")
-                  .ok());
+  ASSERT_TRUE(
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Sarah Okafor","identifiers":["so@x.example"]})")
+          .ok());
   json two = Call("entity.lookup", {{"identifier", "sarah"}}, true);
   EXPECT_EQ(two["error"], "ambiguous") << two.dump();
   ASSERT_EQ(two["candidates"].size(), 2u) << two.dump();

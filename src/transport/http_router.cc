@@ -555,7 +555,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     r.stream = mres.held_stream;
     r.stream_state = mres.held_stream_state;
     r.stream_poll = McpServer::IsListenStream(mres.held_stream) ? limits::kSubscriptionPoll
-                                                                 : McpServer::kHeldStreamPoll;
+                                                                : McpServer::kHeldStreamPoll;
     return r;
   }
   if (mres.body.is_null()) return r;  // 202 Accepted: no body

@@ -173,9 +173,9 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     }
     if (McpServer::IsListenStream(res.held_stream) && !res.notifications.empty()) {
       // Acknowledged (written above): from now on the listen thread tells its changes.
-      listens.Add(res.notifications.front()["params"]["_meta"]
-                                            ["io.modelcontextprotocol/subscriptionId"],
-                  res.held_stream, res.held_stream_state);
+      listens.Add(
+          res.notifications.front()["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+          res.held_stream, res.held_stream_state);
     } else if (res.method == "notifications/cancelled") {
       json msg = json::parse(line, nullptr, false);
       if (msg.is_object() && msg.contains("params") && msg["params"].is_object() &&
