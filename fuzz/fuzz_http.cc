@@ -91,6 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (res.content_type == "application/json" && !IsValidUtf8(res.body)) std::abort();
   // A handler that threw, or a result that broke its own outputSchema.
   if (log.status == "internal_error") std::abort();
+  // A stream the transport would now hold open: closed at once, as by a client leaving (a
+  // subscriptions/listen counts against its workspace until then).
+  if (res.open_stream) http->router->StreamClosed(res.stream);
   // Sessions persist in the store (and the clock stands still, so none expires): end the
   // one this input opened, or a long run would fill the table to limits::kMaxSessions.
   for (const auto& header : res.headers) {

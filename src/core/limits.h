@@ -81,8 +81,11 @@ inline constexpr size_t kMaxCompletions = 100;        // values per completion/c
 inline constexpr size_t kMaxResourceUriChars = 2048;  // a longer URI is not found, unread
 inline constexpr int kMaxInboxItems = 100;
 inline constexpr size_t kMaxSubscriptionsPerSession = 32;  // resources/subscribe
-// How often a session's GET /mcp stream looks for changes to its subscribed resources: an
-// update is told within this (plus a read of each).
+inline constexpr size_t kMaxListenResources = 32;          // resourceSubscriptions of one listen
+// subscriptions/listen streams one process holds open for a workspace (each polls).
+inline constexpr size_t kMaxListenStreamsPerWorkspace = 64;
+// How often a session's GET /mcp stream (or a subscriptions/listen stream) looks for changes to its
+// subscribed resources: an update is told within this (plus a read of each).
 inline constexpr std::chrono::milliseconds kSubscriptionPoll{
     500};  // pending approvals in cortex://inbox
 

@@ -56,6 +56,7 @@ const char* MetricMethod(const std::string& m) {
                                        "prompts/get",
                                        "completion/complete",
                                        "logging/setLevel",
+                                       "subscriptions/listen",
                                        "notifications/initialized",
                                        "notifications/cancelled"};
   for (const char* k : kKnown) {
@@ -329,11 +330,14 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
 
   json result;
   if (method == "server/discover") {
+    // Resource updates reach a 2026-07-28 client on a subscriptions/listen stream.
     result = {{"supportedVersions", SupportedVersions()},
-              {"capabilities", Capabilities()},
+              {"capabilities", Capabilities(/*subscribe=*/true)},
               {"ttlMs", kListTtlMs},
               {"cacheScope", "public"}};
     if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
+  } else if (method == "subscriptions/listen") {
+    return Listen(req, id, params, std::move(out));
   } else if (method == "tools/list") {
     if (params.contains("cursor")) {
       return Fail(std::move(out), id, Disposition::kReply,
@@ -684,10 +688,15 @@ std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, s
     return Status::Ok();
   });
   if (!st.ok() || (uris.empty() && state.empty())) return std::string();
+  return ResourceChanges((*session)->workspace_id, uris, state, nullptr);
+}
+
+std::string McpServer::ResourceChanges(const std::string& ws, const std::vector<std::string>& uris,
+                                       std::string& state, const json& subscription_id) {
   json before = state.empty() ? json::object() : json::parse(state, nullptr, false);
   if (!before.is_object()) before = json::object();
   json after = json::object();
-  AuthContext reader{(*session)->workspace_id, "", "", kScopeRead};
+  AuthContext reader{ws, "", "", kScopeRead};
   // Not while a large ingest batch of the workspace lands: asked again at the next poll.
   auto pass = store_.TryEnterWorkspace(reader.workspace_id);
   if (!pass) return std::string();
@@ -715,9 +724,13 @@ std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, s
     std::string digest = Sha256Hex(seen);
     after[uri] = digest;
     if (before.contains(uri) && before[uri] != digest) {
+      json params = {{"uri", uri}};
+      if (!subscription_id.is_null()) {
+        params["_meta"] = {{"io.modelcontextprotocol/subscriptionId", subscription_id}};
+      }
       json note = {{"jsonrpc", "2.0"},
                    {"method", "notifications/resources/updated"},
-                   {"params", {{"uri", uri}}}};
+                   {"params", std::move(params)}};
       events += "event: message\ndata: " + note.dump() + "\n\n";
     }
   }

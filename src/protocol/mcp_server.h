@@ -78,6 +78,7 @@ struct McpResponse {
   // answer's result can follow; `body` is null then.
   std::vector<nlohmann::json> requests;
   std::string held_stream;
+  std::string held_stream_state;  // the held stream's state to start from (StreamNext)
   // True when body is a tools/call result whose content[0].text is its structuredContent
   // as JSON text (every tool reply but a raw one): DumpBody() writes that text again rather
   // than serializing the body a second time.
@@ -147,6 +148,19 @@ class McpServer {
   static bool IsHeldStream(std::string_view stream);
   static constexpr std::chrono::milliseconds kHeldStreamPoll{250};  // how often it looks
   std::optional<std::string> HeldStreamNext(const std::string& stream, std::string& state);
+  // subscriptions/listen (2026-07-28): the request's response stream is held open
+  // (McpResponse::held_stream) after its acknowledgement (on stdio, the stdio loop holds it).
+  // Whether `stream` is one, and what it sends next: notifications/resources/updated, tagged with
+  // the subscription id, for each listened resource whose content changed since the last look
+  // (empty if none); nullopt once the caller's token is revoked or expired (the stream ends).
+  // Polled every limits::kSubscriptionPoll; any instance can serve it (it reads the store).
+  static bool IsListenStream(std::string_view stream);
+  std::optional<std::string> ListenStreamNext(const std::string& stream, std::string& state);
+  // What a listen stream sends last when the server ends it (shutdown): its request's
+  // result, the graceful end (SSE).
+  std::string ListenStreamEnd(const std::string& stream) const;
+  // The transport closed listen stream `stream` (it no longer counts against its workspace).
+  void ListenClosed(const std::string& stream);
 
  private:
   // Session `id` if it exists and has not expired (of any workspace).
@@ -184,6 +198,16 @@ class McpServer {
   std::variant<nlohmann::json, RpcFailure> Subscription(const McpRequest& req,
                                                         const std::string& method,
                                                         const nlohmann::json& params);
+  // subscriptions/listen: the acknowledgement now, the stream held for the updates.
+  McpResponse Listen(const McpRequest& req, const nlohmann::json& id, const nlohmann::json& params,
+                     McpResponse out);
+  // Reads each of `uris` as workspace `ws` and returns the events (SSE) of those whose
+  // content, less its `as_of`, differs from its digest in `state` (a JSON object of digests,
+  // empty at first: nothing is told until a resource has been seen once); updates `state`.
+  // `subscription_id`, if not null, tags each notification's _meta. Empty, `state` kept,
+  // while a large ingest batch of the workspace lands.
+  std::string ResourceChanges(const std::string& ws, const std::vector<std::string>& uris,
+                              std::string& state, const nlohmann::json& subscription_id);
   // A 2025-11-25 input-required tool result, sent as its elicitation/create request on a
   // held stream.
   McpResponse HoldForAnswer(const AuthContext& auth, const nlohmann::json& id,
@@ -210,6 +234,7 @@ class McpServer {
 
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session
+  std::unordered_map<std::string, size_t> listens_;  // open listen streams per workspace
 };
 
 }  // namespace cortex

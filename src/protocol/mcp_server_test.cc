@@ -4,6 +4,7 @@
 
 #include "core/json_text.h"
 #include "core/time.h"
+#include "engines/ingest.h"
 #include "protocol/jsonrpc.h"
 #include "testing/temp_store.h"
 #include "tools/cortex_tools.h"
@@ -310,6 +311,123 @@ TEST_F(McpServerTest, MissingScopeIsAToolError) {
   McpResponse r = server_->Handle(req);
   EXPECT_EQ(r.body["result"]["structuredContent"]["error"], "unauthorized");
   EXPECT_EQ(r.body["result"]["resultType"], "complete");
+}
+
+// subscriptions/listen over HTTP: `resources` the listen names; the request points into
+// http_body_.
+McpRequest ListenRequest(std::string& body, const AuthContext& auth, const json& filter) {
+  json params = {{"notifications", filter},
+                 {"_meta",
+                  {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                   {"io.modelcontextprotocol/clientCapabilities", json::object()}}}};
+  body = json{{"jsonrpc", "2.0"}, {"id", 7}, {"method", "subscriptions/listen"}, {"params", params}}
+             .dump();
+  McpRequest req;
+  req.body = body;
+  req.transport = McpTransport::kHttp;
+  req.auth = &auth;
+  req.protocol_version_header = "2026-07-28";
+  req.method_header = "subscriptions/listen";
+  req.accepts_stream = true;
+  return req;
+}
+
+TEST_F(McpServerTest, ListenAcknowledgesThenTellsChangesUntilTheTokenIsRevoked) {
+  const std::string person = "cortex://counterparties/sam@x.example";
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, auth_.workspace_id,
+                          R"({"type":"entity","name":"Sam","identifiers":["sam@x.example"]})")
+                  .ok());
+  auto token = CreateToken(*store_, clock_, "alpha", kScopeRead, "listener");
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  AuthContext listener{auth_.workspace_id, "alpha", token->record.id, kScopeRead};
+  std::string body;
+  McpResponse r = server_->Handle(ListenRequest(
+      body, listener,
+      {{"resourceSubscriptions", {person, "cortex://inbox", person}}, {"toolsListChanged", true}}));
+  EXPECT_EQ(r.disposition, Disposition::kReply);
+  EXPECT_TRUE(r.body.is_null());
+  ASSERT_EQ(r.notifications.size(), 1u);
+  const json& ack = r.notifications[0];
+  EXPECT_EQ(ack["method"], "notifications/subscriptions/acknowledged");
+  EXPECT_EQ(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+  // Duplicates once; no list changes (Cortex's lists change only with a release).
+  EXPECT_EQ(ack["params"]["notifications"],
+            json({{"resourceSubscriptions", {person, "cortex://inbox"}}}));
+  ASSERT_TRUE(McpServer::IsListenStream(r.held_stream));
+
+  // Nothing changed: nothing told, however often it looks.
+  std::string state = r.held_stream_state;
+  EXPECT_EQ(server_->ListenStreamNext(r.held_stream, state), std::string());
+  EXPECT_EQ(server_->ListenStreamNext(r.held_stream, state), std::string());
+  // The person changes (through any instance: only the store is read).
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, auth_.workspace_id,
+                          R"({"type":"entity","name":"Sam","identifiers":["sam@x.example"],)"
+                          R"("tags":["vip"]})")
+                  .ok());
+  auto told = server_->ListenStreamNext(r.held_stream, state);
+  ASSERT_TRUE(told.has_value());
+  ASSERT_NE(told->find("notifications/resources/updated"), std::string::npos) << *told;
+  EXPECT_NE(told->find(person), std::string::npos) << *told;
+  EXPECT_NE(told->find(R"("io.modelcontextprotocol/subscriptionId":7)"), std::string::npos)
+      << *told;
+  EXPECT_EQ(told->find("cortex://inbox"), std::string::npos) << *told;
+  EXPECT_EQ(server_->ListenStreamNext(r.held_stream, state), std::string());  // told once
+
+  // A revoked token is told nothing more: the stream ends.
+  ASSERT_TRUE(RevokeToken(*store_, clock_, "alpha", token->record.id).ok());
+  EXPECT_EQ(server_->ListenStreamNext(r.held_stream, state), std::nullopt);
+  // Ended by the server (shutdown): the request's result, tagged like its notifications.
+  std::string end = server_->ListenStreamEnd(r.held_stream);
+  ASSERT_EQ(end.rfind("event: message\ndata: ", 0), 0u) << end;
+  json result = json::parse(end.substr(end.find('{')));
+  EXPECT_EQ(result["id"], 7);
+  EXPECT_EQ(result["result"]["resultType"], "complete");
+  EXPECT_EQ(result["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
+  server_->ListenClosed(r.held_stream);
+}
+
+TEST_F(McpServerTest, ListenRefusesBadFiltersAndCountsStreams) {
+  std::string body;
+  auto code = [&](const json& filter) {
+    McpResponse r = server_->Handle(ListenRequest(body, auth_, filter));
+    return r.body.is_null() ? 0 : r.body["error"].value("code", 0);
+  };
+  EXPECT_EQ(code(json::array()), rpc::kInvalidParams);
+  EXPECT_EQ(code({{"toolsListChanged", "yes"}}), rpc::kInvalidParams);
+  EXPECT_EQ(code({{"resourceSubscriptions", "cortex://inbox"}}), rpc::kInvalidParams);
+  EXPECT_EQ(code({{"resourceSubscriptions", json::array({1})}}), rpc::kInvalidParams);
+  McpResponse unknown = server_->Handle(
+      ListenRequest(body, auth_, {{"resourceSubscriptions", json::array({"cortex://nope"})}}));
+  EXPECT_EQ(unknown.body["error"]["code"], rpc::kInvalidParams);
+  EXPECT_EQ(unknown.body["error"]["data"]["uri"], "cortex://nope");
+  json many = json::array();
+  for (int i = 0; i < 33; ++i) many.push_back("cortex://decisions/dec_" + std::to_string(i));
+  EXPECT_EQ(code({{"resourceSubscriptions", many}}), rpc::kInvalidParams);
+  // A client that takes no event stream cannot listen.
+  McpRequest json_only = ListenRequest(body, auth_, json::object());
+  json_only.accepts_stream = false;
+  EXPECT_EQ(server_->Handle(json_only).disposition, Disposition::kRejected);
+  // Over stdio the channel is the stream: no Accept to look at.
+  McpRequest stdio = ListenRequest(body, auth_, json::object());
+  stdio.transport = McpTransport::kStdio;
+  stdio.accepts_stream = false;
+  McpResponse on_stdio = server_->Handle(stdio);
+  EXPECT_TRUE(McpServer::IsListenStream(on_stdio.held_stream));
+  server_->ListenClosed(on_stdio.held_stream);
+
+  // Each open stream counts against its workspace until the transport closes it.
+  std::vector<std::string> open;
+  for (size_t i = 0; i < limits::kMaxListenStreamsPerWorkspace; ++i) {
+    McpResponse r = server_->Handle(ListenRequest(body, auth_, json::object()));
+    ASSERT_FALSE(r.held_stream.empty());
+    open.push_back(r.held_stream);
+  }
+  McpResponse over = server_->Handle(ListenRequest(body, auth_, json::object()));
+  EXPECT_EQ(over.disposition, Disposition::kLimited);
+  EXPECT_TRUE(over.held_stream.empty());
+  server_->ListenClosed(open.back());
+  open.pop_back();
+  EXPECT_FALSE(server_->Handle(ListenRequest(body, auth_, json::object())).held_stream.empty());
 }
 
 TEST(JsonRpcTest, ParsesAndRefuses) {

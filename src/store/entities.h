@@ -18,6 +18,12 @@ class EntitiesReader {
   Result<Entity> FindByIdentifier(const std::string& ws, const std::string& identifier);
   // The first `limit` entities of `ws` by id (oldest first), with identifiers and tags.
   Result<std::vector<Entity>> List(const std::string& ws, int limit);
+  // Entities of `ws` whose name is `query` or has a word starting with it ("sarah", "chen",
+  // "sarah ch"), ASCII case-insensitive, whitespace runs counting as one space: whole-name
+  // matches first, then by name; at most `limit`, with identifiers and tags. Reads every
+  // name of the workspace (one index range scan of two columns).
+  Result<std::vector<Entity>> FindByName(const std::string& ws, const std::string& query,
+                                         int limit);
 
  protected:
   // Fills e->identifiers and e->tags.

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 
 #include "store/entities.h"
 #include "store/sql_tx.h"
@@ -46,6 +47,61 @@ Result<std::vector<Entity>> EntitiesReader::List(const std::string& ws, int limi
   }
   for (Entity& e : out) CORTEX_RETURN_IF_ERROR(LoadDetails(&e));
   return out;
+}
+
+namespace {
+
+// ASCII lower case, whitespace runs as one space, trimmed.
+std::string FoldName(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isspace(c)) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(c));
+    }
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<Entity>> EntitiesReader::FindByName(const std::string& ws,
+                                                       const std::string& query, int limit) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  const std::string q = FoldName(query);
+  std::vector<Entity> exact, partial;
+  if (q.empty()) return exact;
+  {
+    Stmt s = s_.conn.Prepare(
+        "SELECT id, workspace_id, kind, name, created_at FROM entities WHERE workspace_id = ?");
+    s.Bind(1, ws);
+    Status st;
+    while (s.Step(&st)) {
+      std::string name = FoldName(s.Text(3));
+      bool whole = name == q, word = false;
+      for (size_t at = 0; !whole && !word && at < name.size();) {
+        word = name.compare(at, q.size(), q) == 0;
+        size_t space = name.find(' ', at);
+        at = space == std::string::npos ? name.size() : space + 1;
+      }
+      if (whole || word) {
+        (whole ? exact : partial)
+            .push_back(Entity{s.Text(0), s.Text(1), s.Text(2), s.Text(3), {}, {}, s.Time(4)});
+      }
+    }
+    CORTEX_RETURN_IF_ERROR(st);
+  }
+  auto by_name = [](const Entity& a, const Entity& b) {
+    return a.name != b.name ? a.name < b.name : a.id < b.id;
+  };
+  std::sort(exact.begin(), exact.end(), by_name);
+  std::sort(partial.begin(), partial.end(), by_name);
+  for (Entity& e : partial) exact.push_back(std::move(e));
+  if (exact.size() > static_cast<size_t>(std::max(limit, 0))) exact.resize(std::max(limit, 0));
+  for (Entity& e : exact) CORTEX_RETURN_IF_ERROR(LoadDetails(&e));
+  return exact;
 }
 
 Status EntitiesReader::LoadDetails(Entity* e) {

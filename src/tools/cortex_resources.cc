@@ -101,27 +101,76 @@ Result<json> PendingApprovals(ToolContext& ctx, const std::optional<std::string>
   return json{{"as_of", FormatTime(ctx.clock.Now())}, {"pending", std::move(pending)}};
 }
 
+const char* RuleStatusName(RuleStatus s) {
+  switch (s) {
+    case RuleStatus::kProposed:
+      return "proposed";
+    case RuleStatus::kActive:
+      return "active";
+    case RuleStatus::kRetired:
+      return "retired";
+    case RuleStatus::kRejected:
+      return "rejected";
+  }
+  return "active";
+}
+
+json RuleJson(const Rule& r) {
+  json rule = json::object();
+  rule["rule_id"] = r.id;
+  rule["name"] = r.name;
+  rule["kind"] = Name(r.kind);
+  rule["summary"] = r.summary;
+  rule["origin"] = Name(r.origin);
+  rule["definition"] = RuleDefinitionJson(r);
+  rule["hits"] = r.hits;
+  rule["created_at"] = FormatTime(r.created_at);
+  return rule;
+}
+
 Result<json> RulesInForce(ToolContext& ctx) {
   json rules = json::array();
   Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
     auto list = tx.rules().List(ctx.auth.workspace_id, /*active_only=*/true);
     if (!list.ok()) return list.status();
-    for (const Rule& r : *list) {
-      json rule = json::object();
-      rule["rule_id"] = r.id;
-      rule["name"] = r.name;
-      rule["kind"] = Name(r.kind);
-      rule["summary"] = r.summary;
-      rule["origin"] = Name(r.origin);
-      rule["definition"] = RuleDefinitionJson(r);
-      rule["hits"] = r.hits;
-      rule["created_at"] = FormatTime(r.created_at);
-      rules.push_back(std::move(rule));
-    }
+    for (const Rule& r : *list) rules.push_back(RuleJson(r));
     return Status::Ok();
   });
   if (!st.ok()) return st;
   return json{{"rules", std::move(rules)}};
+}
+
+// One rule: the rule in force so named, or any rule by its id (rul_...), with its status.
+Result<json> OneRule(ToolContext& ctx, const std::string& ref) {
+  json body;
+  Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
+    auto list = tx.rules().List(ctx.auth.workspace_id, /*active_only=*/false);
+    if (!list.ok()) return list.status();
+    for (const Rule& r : *list) {
+      if ((r.active && r.name == ref) || r.id == ref) {
+        body = RuleJson(r);
+        body["status"] = RuleStatusName(r.status);
+        return Status::Ok();
+      }
+    }
+    return Status::NotFound("no rule '" + ref + "'");
+  });
+  if (!st.ok()) return st;
+  return json{{"as_of", FormatTime(ctx.clock.Now())}, {"rule", std::move(body)}};
+}
+
+// The names of the rules in force that start with `value`, in order of name.
+Result<std::vector<std::string>> CompleteRuleNames(ToolContext& ctx, const std::string& value) {
+  std::vector<std::string> names;
+  Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
+    auto list = tx.rules().List(ctx.auth.workspace_id, /*active_only=*/true);
+    if (!list.ok()) return list.status();
+    for (const Rule& r : *list) names.push_back(r.name);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  std::sort(names.begin(), names.end());
+  return StartingWith(names, value);
 }
 
 // One section of notification.list's answer, with its as_of.
@@ -229,6 +278,7 @@ Completer CortexCompleter() {
     if (name == "notification_id") return CompleteNotificationIds(ctx, value);
     if (name == "counterparty") return CompleteCounterparties(ctx, value);
     if (name == "triage_class") return StartingWith(TriageClasses(), value);
+    if (name == "rule") return CompleteRuleNames(ctx, value);
     return std::vector<std::string>{};
   };
 }
@@ -336,6 +386,19 @@ Status RegisterCortexResources(ToolRegistry& registry) {
         .complete = CortexCompleter(),
     }));
   }
+  CORTEX_RETURN_IF_ERROR(c.AddResource({
+      .uri = "cortex://rules/{rule}",
+      .name = "rule",
+      .title = "A rule",
+      .description = "One rule: the rule in force of this name (completed by "
+                     "completion/complete), or any rule by its id (rul_...), with its status.",
+      .read = [](ToolContext& ctx, const std::string& uri, const Arguments& vars) -> Result<json> {
+        auto body = OneRule(ctx, vars.at("rule"));
+        if (!body.ok()) return body.status();
+        return TextContents(uri, *body);
+      },
+      .complete = CortexCompleter(),
+  }));
 
   // --- prompts ---
   CORTEX_RETURN_IF_ERROR(c.AddPrompt({

@@ -149,8 +149,9 @@ TEST_F(CortexResourcesTest, ListsResourcesTemplatesAndPromptsInBothEras) {
   EXPECT_EQ(modern["cacheScope"], "public");
   EXPECT_EQ(modern["resultType"], "complete");
   json templates = Legacy("resources/templates/list")["result"]["resourceTemplates"];
-  ASSERT_EQ(templates.size(), 4u);
+  ASSERT_EQ(templates.size(), 5u);
   EXPECT_EQ(templates[0]["uriTemplate"], "cortex://decisions/{decision_id}");
+  EXPECT_EQ(templates[4]["uriTemplate"], "cortex://rules/{rule}");
   json prompts = Modern("prompts/list")["result"]["prompts"];
   ASSERT_EQ(prompts.size(), 3u);
   EXPECT_EQ(prompts[2]["name"], "why_did_you_do_that");
@@ -285,6 +286,28 @@ TEST_F(CortexResourcesTest, CompletesIdsCounterpartiesAndClasses) {
       complete({{"type", "ref/resource"}, {"uri", "cortex://notifications/{notification_id}"}},
                "notification_id", "ntf_");
   EXPECT_FALSE(ntf["values"].empty());
+
+  // Rule names, of the rules in force; a named rule reads as one resource.
+  json rule_tmpl = {{"type", "ref/resource"}, {"uri", "cortex://rules/{rule}"}};
+  json rules = complete(rule_tmpl, "rule", "vip-");
+  EXPECT_EQ(rules["values"], (json{"vip-at-break", "vip-urgent-interrupts"})) << rules.dump();
+  EXPECT_EQ(complete(rule_tmpl, "rule", "zzz")["values"], json::array());
+  json one = ReadBody(Legacy("resources/read", {{"uri", "cortex://rules/vip-urgent-interrupts"}}));
+  EXPECT_EQ(one["rule"]["name"], "vip-urgent-interrupts") << one.dump();
+  EXPECT_EQ(one["rule"]["status"], "active");
+  std::string rule_id = one["rule"]["rule_id"];
+  EXPECT_EQ(
+      ReadBody(Legacy("resources/read", {{"uri", "cortex://rules/" + rule_id}}))["rule"]["name"],
+      "vip-urgent-interrupts");
+  EXPECT_EQ(Legacy("resources/read", {{"uri", "cortex://rules/nope"}})["error"]["code"], -32002);
+  // Not another workspace's rules, by name or by id.
+  EXPECT_EQ(
+      Modern("resources/read", {{"uri", "cortex://rules/" + rule_id}}, &other_)["error"]["code"],
+      rpc::kInvalidParams);
+  EXPECT_EQ(Modern("completion/complete",
+                   {{"ref", rule_tmpl}, {"argument", {{"name", "rule"}, {"value", ""}}}},
+                   &other_)["result"]["completion"]["values"],
+            json::array());
 
   // Another workspace completes from its own data only.
   json theirs = Modern(

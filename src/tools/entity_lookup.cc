@@ -1,12 +1,34 @@
-// entity.lookup: a counterparty by entity id, email address, @handle or phone number.
+// entity.lookup: a counterparty by entity id, email address, @handle, phone number or name.
+#include "core/json_text.h"
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
+#include "store/entities.h"
 #include "tools/cortex_tools.h"
 
 namespace cortex {
 
 using nlohmann::json;
+
+namespace {
+
+// People offered when a name matches several (the `ambiguous` error's candidates).
+constexpr size_t kMaxNameCandidates = 10;
+
+// An entity id, or something shaped like an email address, @handle or +phone number: looked
+// up as such. Anything else is a name.
+bool IsIdentifierShaped(const std::string& ref) {
+  return ref.rfind("entity_", 0) == 0 || ref.front() == '@' || ref.front() == '+' ||
+         ref.find('@') != std::string::npos;
+}
+
+json EntityBody(const Entity& e) {
+  return {{"entity_id", e.id}, {"name", e.name},
+          {"kind", e.kind},    {"identifiers", e.identifiers},
+          {"tags", e.tags},    {"created_at", FormatTime(e.created_at)}};
+}
+
+}  // namespace
 
 ToolDef EntityLookupTool() {
   return ToolDef{
@@ -14,8 +36,11 @@ ToolDef EntityLookupTool() {
       .title = "Look up a counterparty",
       .description =
           "Finds a person or organisation in the workspace's world model by entity id "
-          "(entity_...), email address, @handle or +phone number, and returns its name, "
-          "identifiers and tags (such as vip, internal, external).",
+          "(entity_...), email address, @handle, +phone number or name, and returns its "
+          "name, identifiers and tags (such as vip, internal, external). A name matches the "
+          "whole name or the start of one of its words, ignoring case ('Sarah', 'chen', "
+          "'Sarah Chen'); if it matches several people the error 'ambiguous' lists them "
+          "(up to 10) with their identifiers, to look one up by.",
       .input_schema = {{"type", "object"},
                        {"required", {"identifier"}},
                        {"additionalProperties", false},
@@ -25,7 +50,8 @@ ToolDef EntityLookupTool() {
                            {"minLength", 1},
                            {"maxLength", limits::kMaxIdentifierChars},
                            {"description",
-                            "An entity id, email address, @handle or +phone number."}}}}}},
+                            "An entity id, email address, @handle, +phone number, or a "
+                            "name."}}}}}},
       .output_schema = {{"type", "object"},
                         {"required",
                          {"entity_id", "name", "kind", "identifiers", "tags", "created_at"}},
@@ -41,14 +67,46 @@ ToolDef EntityLookupTool() {
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
         const std::string ref = args.at("identifier");
         json body;
-        Status st = ctx.store.Read([&](ReadTx& tx) {
-          auto e = ResolveEntity(tx, ctx.auth.workspace_id, ref);
-          if (!e.ok()) return e.status();
-          body = {{"entity_id", e->id}, {"name", e->name},
-                  {"kind", e->kind},    {"identifiers", e->identifiers},
-                  {"tags", e->tags},    {"created_at", FormatTime(e->created_at)}};
+        json candidates = json::array();
+        size_t matched = 0;  // people the name matches (at most kMaxNameCandidates + 1 read)
+        Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
+          if (IsIdentifierShaped(ref)) {
+            auto e = ResolveEntity(tx, ctx.auth.workspace_id, ref);
+            if (!e.ok()) return e.status();
+            body = EntityBody(*e);
+            return Status::Ok();
+          }
+          auto found = tx.entities().FindByName(ctx.auth.workspace_id, ref,
+                                                static_cast<int>(kMaxNameCandidates) + 1);
+          if (!found.ok()) return found.status();
+          matched = found->size();
+          // The one person so named, or the one whose whole name it is.
+          std::vector<const Entity*> whole;
+          for (const Entity& e : *found) {
+            if (AsciiLower(e.name) == AsciiLower(ref)) whole.push_back(&e);
+          }
+          if (found->size() == 1 || whole.size() == 1) {
+            body = EntityBody(found->size() == 1 ? found->front() : *whole.front());
+            return Status::Ok();
+          }
+          if (found->empty()) return Status::NotFound("no entity matches");
+          for (const Entity& e : *found) {
+            if (candidates.size() == kMaxNameCandidates) break;
+            candidates.push_back(
+                {{"entity_id", e.id}, {"name", e.name}, {"identifiers", e.identifiers}});
+          }
           return Status::Ok();
         });
+        if (st.ok() && !candidates.empty()) {
+          bool more = matched > kMaxNameCandidates;
+          std::string message = "'" + Utf8Prefix(ref, limits::kMaxNameChars) + "' matches " +
+                                (more ? "more than " : "") + std::to_string(candidates.size()) +
+                                " people; look one up by entity id or identifier";
+          return ToolReply::ErrorBody({{"status", "error"},
+                                       {"error", "ambiguous"},
+                                       {"message", std::move(message)},
+                                       {"candidates", std::move(candidates)}});
+        }
         if (st.code() == Code::kNotFound) {
           // One answer for "never existed" and "another workspace's": nothing leaks.
           return ToolReply::Error("not_found", "no entity matches '" + ref + "'");

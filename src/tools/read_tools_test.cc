@@ -457,6 +457,39 @@ TEST_F(ReadToolsTest, AnotherWorkspacesIdsAreNotFound) {
                   .is_null());
 }
 
+TEST_F(ReadToolsTest, EntityLookupFindsAPersonByName) {
+  // A whole name, any case and spacing; the start of one word of it.
+  for (const char* name : {"Sarah Chen", "sarah  chen", "Sarah", "chen", "sarah ch"}) {
+    json e = Call("entity.lookup", {{"identifier", name}});
+    EXPECT_EQ(e["name"], "Sarah Chen") << name;
+    EXPECT_EQ(e["identifiers"][0], "@sarahc") << e.dump();
+  }
+  // Not the middle of a word; nothing else shaped like a name either.
+  EXPECT_EQ(Call("entity.lookup", {{"identifier", "arah"}}, true)["error"], "not_found");
+  EXPECT_EQ(Call("entity.lookup", {{"identifier", "Nobody Here"}}, true)["error"], "not_found");
+  // Several people: an error naming them, to look one up by identifier.
+  ASSERT_TRUE(
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Sarah Okafor","identifiers":["so@x.example"]})")
+          .ok());
+  json two = Call("entity.lookup", {{"identifier", "sarah"}}, true);
+  EXPECT_EQ(two["error"], "ambiguous") << two.dump();
+  ASSERT_EQ(two["candidates"].size(), 2u) << two.dump();
+  EXPECT_EQ(two["candidates"][0]["name"], "Sarah Chen");
+  EXPECT_EQ(two["candidates"][1]["name"], "Sarah Okafor");
+  EXPECT_EQ(two["candidates"][1]["identifiers"], json({"so@x.example"}));
+  // A whole name still finds its one person among them.
+  EXPECT_EQ(Call("entity.lookup", {{"identifier", "sarah okafor"}})["name"], "Sarah Okafor");
+  // Identifiers are looked up as before: a malformed one is still a bad argument.
+  EXPECT_EQ(Call("entity.lookup", {{"identifier", "sarah@"}}, true)["error"], "invalid_arguments");
+  // Another workspace's people are never found by name.
+  Workspace other = *EnsureWorkspace(*store_, clock_, "other");
+  AuthContext intruder{other.id, other.name, "tok2", kScopeRead};
+  ToolContext ctx{intruder, *store_, clock_, "trc_x", nullptr, [](json) {}};
+  EXPECT_EQ(registry_.Call("entity.lookup", {{"identifier", "Sarah Chen"}}, ctx).body()["error"],
+            "not_found");
+}
+
 TEST_F(ReadToolsTest, LookupsUseIndexesNotScans) {
   if (store_.is_postgres()) GTEST_SKIP() << "reads SQLite's query plans";
   auto plan = [&](const char* sql) { return store_.QueryPlan(sql); };

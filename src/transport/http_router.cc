@@ -216,12 +216,18 @@ std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std
     return inbox_->Poll(stream.substr(kInboxStream.size()), state);
   }
   if (McpServer::IsHeldStream(stream)) return mcp_.HeldStreamNext(stream, state);
+  if (McpServer::IsListenStream(stream)) return mcp_.ListenStreamNext(stream, state);
   // An MCP session's stream: updates of the resources it subscribed to, for as long as the
   // session lasts.
   return mcp_.SessionStreamNext(stream, state);
 }
 
+std::string HttpRouter::StreamEnd(const std::string& stream) {
+  return McpServer::IsListenStream(stream) ? mcp_.ListenStreamEnd(stream) : std::string();
+}
+
 void HttpRouter::StreamClosed(const std::string& stream) {
+  if (McpServer::IsListenStream(stream)) return mcp_.ListenClosed(stream);
   if (stream.rfind(kInboxStream, 0) != 0 && !McpServer::IsHeldStream(stream)) {
     mcp_.CloseStream(stream);
   }
@@ -538,7 +544,8 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   if (mres.disposition == Disposition::kLimited) r.headers.emplace_back("Retry-After", "60");
   if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
   if (!mres.held_stream.empty()) {
-    // A tools/call that asks the user first: our request now, its result when answered.
+    // A tools/call that asks the user first: our request now, its result when answered. Or
+    // a subscriptions/listen: its acknowledgement now, the updates as they come.
     r.content_type = "text/event-stream";
     r.headers.emplace_back("Cache-Control", "no-cache");
     r.headers.emplace_back("X-Accel-Buffering", "no");
@@ -546,7 +553,9 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     for (const json& q : mres.requests) r.body += SseEvent(DumpJson(q));
     r.open_stream = true;
     r.stream = mres.held_stream;
-    r.stream_poll = McpServer::kHeldStreamPoll;
+    r.stream_state = mres.held_stream_state;
+    r.stream_poll = McpServer::IsListenStream(mres.held_stream) ? limits::kSubscriptionPoll
+                                                                : McpServer::kHeldStreamPoll;
     return r;
   }
   if (mres.body.is_null()) return r;  // 202 Accepted: no body

@@ -78,6 +78,9 @@ class HttpRouter {
   std::optional<std::string> StreamNext(const std::string& stream, std::string& state);
   // The transport closed a stream that Handle() opened.
   void StreamClosed(const std::string& stream);
+  // What stream `stream` sends last when the server stops (empty: nothing, it just ends):
+  // a subscriptions/listen stream's result, its graceful end.
+  std::string StreamEnd(const std::string& stream);
 
   // The answer for a request to `target` whose body exceeded its limit (the transport
   // stops reading).

@@ -304,6 +304,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // its response is written.
   void Stop() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->streaming_ && !self->stream_writing_ && !self->closed_) {
+        // A stream with a last word (a subscriptions/listen's result) ends with it.
+        std::string last = self->server_.router.StreamEnd(self->stream_);
+        if (!last.empty()) {
+          self->timer_.cancel();
+          return self->WriteStream(Chunk(last) + "0\r\n\r\n", /*then_close=*/true);
+        }
+      }
       if (!self->busy_ || self->streaming_) self->Close();
     });
   }

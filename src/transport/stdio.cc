@@ -3,7 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/json_text.h"
 #include "core/limits.h"
@@ -11,12 +15,111 @@
 #include "protocol/jsonrpc.h"
 
 namespace cortex {
+namespace {
+
+using nlohmann::json;
+
+// The process's subscriptions/listen streams: a thread of their own looks at each every
+// limits::kSubscriptionPoll and writes what it has to `out`, which the answers share (under
+// `out_mu`, one whole line at a time). Each notification carries its subscription id, which
+// is how a client tells them apart on the one channel.
+class StdioListens {
+ public:
+  StdioListens(McpServer& server, std::ostream& out, std::mutex& out_mu)
+      : server_(server), out_(out), out_mu_(out_mu) {}
+  ~StdioListens() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    for (const Listen& l : listens_) server_.ListenClosed(l.stream);
+  }
+
+  // A listen acknowledged (the acknowledgement already written).
+  void Add(json id, std::string stream, std::string state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    listens_.push_back({std::move(id), std::move(stream), std::move(state)});
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  }
+
+  // notifications/cancelled naming request `id`: its listen ends, if it is one.
+  void Cancel(const json& id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = listens_.begin(); it != listens_.end(); ++it) {
+      if (it->id == id) {
+        server_.ListenClosed(it->stream);
+        listens_.erase(it);
+        return;
+      }
+    }
+  }
+
+ private:
+  struct Listen {
+    json id;
+    std::string stream, state;
+  };
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, limits::kSubscriptionPoll, [this] { return stop_; })) {
+      for (auto it = listens_.begin(); it != listens_.end();) {
+        std::optional<std::string> next = server_.ListenStreamNext(it->stream, it->state);
+        if (next) {
+          Write(*next);
+          ++it;
+          continue;
+        }
+        // Ended by the server (the token was revoked or expired): on stdio, said with
+        // notifications/cancelled naming the listen request.
+        json end = {{"jsonrpc", "2.0"},
+                    {"method", "notifications/cancelled"},
+                    {"params",
+                     {{"requestId", it->id},
+                      {"reason", "the subscription ended: the token no longer authenticates"},
+                      {"_meta", {{"io.modelcontextprotocol/subscriptionId", it->id}}}}}};
+        Write("data: " + DumpJson(end) + "\n\n");
+        server_.ListenClosed(it->stream);
+        it = listens_.erase(it);
+      }
+    }
+  }
+
+  // Writes the messages of SSE events ("event: message\ndata: {...}\n\n"...) as lines.
+  void Write(const std::string& events) {
+    if (events.empty()) return;
+    std::lock_guard<std::mutex> lock(out_mu_);
+    size_t at = 0;
+    while ((at = events.find("data: ", at)) != std::string::npos) {
+      size_t end = events.find('\n', at);
+      out_ << events.substr(at + 6, end == std::string::npos ? end : end - at - 6) << '\n';
+      if (end == std::string::npos) break;
+      at = end;
+    }
+    out_.flush();
+  }
+
+  McpServer& server_;
+  std::ostream& out_;
+  std::mutex& out_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<Listen> listens_;
+  std::thread thread_;  // started with the first listen
+};
+
+}  // namespace
 
 int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metrics& metrics,
                std::istream& in, std::ostream& out) {
   std::optional<std::string> session;
   AuthContext auth;
   std::string line;
+  std::mutex out_mu;
+  StdioListens listens(server, out, out_mu);
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -28,6 +131,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     }
     if (!current.ok()) {  // the store is failing, not the token: refuse this message only
       spdlog::error("authentication failed: {}", current.status().message());
+      std::lock_guard<std::mutex> lock(out_mu);
       out << DumpJson(rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}})) << '\n';
       out.flush();
       continue;
@@ -61,9 +165,24 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
         session = res.new_session_id;
       }
     }
-    for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
-    if (!res.body.is_null()) out << DumpBody(res) << '\n';
-    out.flush();
+    {
+      std::lock_guard<std::mutex> lock(out_mu);
+      for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
+      if (!res.body.is_null()) out << DumpBody(res) << '\n';
+      out.flush();
+    }
+    if (McpServer::IsListenStream(res.held_stream) && !res.notifications.empty()) {
+      // Acknowledged (written above): from now on the listen thread tells its changes.
+      listens.Add(
+          res.notifications.front()["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+          res.held_stream, res.held_stream_state);
+    } else if (res.method == "notifications/cancelled") {
+      json msg = json::parse(line, nullptr, false);
+      if (msg.is_object() && msg.contains("params") && msg["params"].is_object() &&
+          msg["params"].contains("requestId")) {
+        listens.Cancel(msg["params"]["requestId"]);
+      }
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics.Record(res.method, res.tool, res.status, seconds);

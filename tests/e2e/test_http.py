@@ -1627,13 +1627,22 @@ class TestNonUtf8NeverCrashes(unittest.TestCase):
         self.assertAlive()
 
     def test_non_ascii_bad_identifier(self):
-        args = {"identifier": "a" + "\u00e9" * 40}  # echoed back cut to 64 bytes
+        # An address (it holds an @) with a bad domain, echoed back cut to 64 bytes.
+        args = {"identifier": "a@" + "\u00e9" * 40}
         status, _, body = self.send(
             self.mcp_head(b"tools/call", b"entity.lookup"),
             self.modern_body("tools/call", {"name": "entity.lookup", "arguments": args}))
         self.assertEqual(status, 200)
         sc = json.loads(body)["result"]["structuredContent"]
         self.assertEqual(sc["error"], "invalid_arguments")
+        # Without an @ it is a name, here no one's.
+        args = {"identifier": "a" + "\u00e9" * 40}
+        status, _, body = self.send(
+            self.mcp_head(b"tools/call", b"entity.lookup"),
+            self.modern_body("tools/call", {"name": "entity.lookup", "arguments": args}))
+        self.assertEqual(status, 200)
+        sc = json.loads(body)["result"]["structuredContent"]
+        self.assertEqual(sc["error"], "not_found")
         self.assertAlive()
 
     def test_non_ascii_bad_time_in_ingest(self):

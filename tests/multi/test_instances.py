@@ -22,7 +22,10 @@ and check what a user of such a deployment relies on:
     holds exactly the entries the answers imply;
   * concurrent ingest through both gives every acknowledged batch its own world_version,
     and versions never go backwards;
-  * a 2025-11-25 session opened on A works on B, and DELETE on B ends it on A as well.
+  * a 2025-11-25 session opened on A works on B, and DELETE on B ends it on A as well;
+  * a 2026-07-28 `subscriptions/listen` stream on each instance is told, within a second,
+    of a draft proposed through the other and of an interrupt_now message ingested through
+    the other.
 
 Delivery goes through the webhook connector to a receiver in this process that checks the
 signature and records every POST with its Idempotency-Key.
@@ -838,6 +841,120 @@ class TestSessionAcrossInstances(MultiTest):
             self.assertEqual(doc["error"], {"code": -32001, "message": "Session not found"}, doc)
         status, doc = self.session_rpc(A, token, sid, None, http_method="DELETE")
         self.assertEqual(status, 404, doc)
+
+
+# --------------------------------------------------------------------------------------------
+# 8. subscriptions/listen: a listener on either instance hears of changes made on the other
+# --------------------------------------------------------------------------------------------
+
+class Listener:
+    """A subscriptions/listen stream through `inst`, read by a thread: every SSE message
+    with the moment it arrived."""
+
+    def __init__(self, inst, token, uris):
+        self.inst, self.events, self.cond = inst, [], threading.Condition()
+        msg = {"jsonrpc": "2.0", "id": f"listen-{inst.name}", "method": "subscriptions/listen",
+               "params": {"notifications": {"resourceSubscriptions": uris}, "_meta": {
+                   "io.modelcontextprotocol/protocolVersion": MODERN,
+                   "io.modelcontextprotocol/clientCapabilities": {}}}}
+        self.conn = http.client.HTTPConnection("127.0.0.1", inst.port, timeout=30)
+        self.conn.request("POST", "/mcp", json.dumps(msg).encode(), {
+            "Content-Type": "application/json", "Accept": "text/event-stream",
+            "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "subscriptions/listen"})
+        self.response = self.conn.getresponse()
+        assert self.response.status == 200, (self.response.status, self.response.read())
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        try:
+            while True:
+                line = self.response.readline()
+                if not line:
+                    return
+                if line.startswith(b"data:"):
+                    with self.cond:
+                        self.events.append((time.monotonic(), json.loads(line[5:])))
+                        self.cond.notify_all()
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            return  # closed (close() leaves the response without its socket)
+
+    def wait(self, predicate, timeout):
+        """The first (arrival, message) satisfying predicate, or None after timeout."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for at, m in self.events:
+                    if predicate(at, m):
+                        return at, m
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+
+    def close(self):
+        self.conn.close()
+
+
+class TestListenAcrossInstances(MultiTest):
+    DUE, INBOX = "cortex://notifications/due", "cortex://inbox"
+
+    def told(self, listener, uri, since):
+        got = listener.wait(lambda at, m: at >= since and m.get("method") ==
+                            "notifications/resources/updated" and m["params"]["uri"] == uri, 1.0)
+        self.assertIsNotNone(got, f"{listener.inst.name} was not told of {uri} within 1 s: "
+                                  f"{listener.events}")
+        at, m = got
+        self.assertEqual(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                         f"listen-{listener.inst.name}", m)
+        return at - since
+
+    def test_a_listener_on_each_instance_hears_of_changes_made_through_the_other(self):
+        A, B, db = M["A"], M["B"], M["db"]
+        ws = "listen-ws"
+        cli(db, "ingest", "--workspace", ws, "-", stdin=json.dumps(
+            {"type": "entity", "name": "Sarah Chen", "identifiers": ["sarah@n.example"]}) + "\n")
+        rules = os.path.join(M["tmp"], "listen-rules.yaml")
+        with open(rules, "w") as f:
+            f.write("settings:\n  utc_offset: \"+00:00\"\nrules:\n  - name: sarah-interrupts\n"
+                    "    summary: Interrupt for Sarah.\n"
+                    "    when: { counterparty: sarah@n.example }\n"
+                    "    then: { triage: interrupt_now }\n")
+        cli(db, "rules", "import", "--workspace", ws, rules)
+        token = create_token(db, ws)
+        listeners = [Listener(A, token, [self.DUE, self.INBOX]),
+                     Listener(B, token, [self.DUE, self.INBOX])]
+        try:
+            for l in listeners:
+                ack = l.wait(lambda at, m: True, 5)
+                self.assertIsNotNone(ack, f"no acknowledgement from {l.inst.name}")
+                self.assertEqual(ack[1]["method"], "notifications/subscriptions/acknowledged")
+                self.assertEqual(ack[1]["params"]["notifications"],
+                                 {"resourceSubscriptions": [self.DUE, self.INBOX]})
+            latencies = []
+            for via in (A, B):
+                since = time.monotonic()
+                propose(via, token, "sarah@n.example", f"Draft through {via.name}")
+                latencies += [self.told(l, self.INBOX, since) for l in listeners]
+            for via in (B, A):
+                now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+                since = time.monotonic()
+                status, doc = post_episodes(via, token, [{
+                    "type": "episode", "kind": "message_received", "occurred_at": now,
+                    "counterparty": "sarah@n.example", "subject": f"Through {via.name}",
+                    "summary": "Sarah needs an answer", "external_id": f"listen-{via.name}"}])
+                self.assertEqual(status, 200, doc)
+                latencies += [self.told(l, self.DUE, since) for l in listeners]
+            due, _ = call(A, token, "notification.list", {})
+            self.assertEqual(sorted(n["triage_class"] for n in due["due"]),
+                             ["interrupt_now", "interrupt_now"], due)
+            latencies.sort()
+            print(f"\n  listen: told in {latencies[len(latencies) // 2] * 1000:.0f} ms (median), "
+                  f"{latencies[-1] * 1000:.0f} ms at most, over {len(latencies)} updates",
+                  file=sys.stderr)
+        finally:
+            for l in listeners:
+                l.close()
 
 
 if __name__ == "__main__":
