@@ -11,6 +11,9 @@
 #include <regex>
 #include <sstream>
 
+#include "connectors/mime.h"
+#include "core/time.h"
+
 namespace cortex {
 
 namespace {
@@ -110,7 +113,8 @@ ImapSession::~ImapSession() {
 std::string ImapSession::FolderUrl(const std::string& folder) const {
   std::string base = BaseUrl(account_);
   if (folder.empty()) return base + "/";
-  char* escaped = curl_easy_escape(nullptr, folder.c_str(), static_cast<int>(folder.size()));
+  std::string name = ImapMailboxName(folder);
+  char* escaped = curl_easy_escape(nullptr, name.c_str(), static_cast<int>(name.size()));
   std::string out = base + "/" + escaped;
   curl_free(escaped);
   return out;
@@ -148,7 +152,8 @@ Status ImapSession::Run(const std::string& folder, const std::string& command, s
 
 Result<FolderStatus> ImapSession::Stat(const std::string& folder) {
   std::string out;
-  CORTEX_RETURN_IF_ERROR(Run("", "STATUS " + Quoted(folder) + " (UIDVALIDITY UIDNEXT)", &out));
+  CORTEX_RETURN_IF_ERROR(
+      Run("", "STATUS " + Quoted(ImapMailboxName(folder)) + " (UIDVALIDITY UIDNEXT)", &out));
   static const std::regex kValidity(R"(UIDVALIDITY (\d+))"), kNext(R"(UIDNEXT (\d+))");
   std::smatch v, n;
   if (!std::regex_search(out, v, kValidity)) {
@@ -239,6 +244,48 @@ Result<std::string> ImapSession::Fetch(const std::string& folder, uint32_t uidva
     return st;
   }
   return out;
+}
+
+std::optional<TimePoint> ParseInternalDate(std::string_view text) {
+  static const std::regex kDate(
+      R"( ?(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d))");
+  static const char* kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                  "jul", "aug", "sep", "oct", "nov", "dec"};
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(text.begin(), text.end(), m, kDate)) return std::nullopt;
+  int month = 0;
+  for (int i = 0; i < 12; ++i) {
+    if (strcasecmp(m[2].str().c_str(), kMonths[i]) == 0) month = i + 1;
+  }
+  if (month == 0) return std::nullopt;
+  char rfc3339[32];
+  std::snprintf(rfc3339, sizeof rfc3339, "%s-%02d-%02dT%s:%s:%s%s%s:%s", m[3].str().c_str(), month,
+                std::stoi(m[1].str()), m[4].str().c_str(), m[5].str().c_str(), m[6].str().c_str(),
+                m[7].str().c_str(), m[8].str().c_str(), m[9].str().c_str());
+  auto t = ParseTime(rfc3339);  // checks the ranges, and that a TimePoint holds it
+  if (!t.ok()) return std::nullopt;
+  return *t;
+}
+
+Result<std::map<uint32_t, TimePoint>> ImapSession::InternalDates(
+    const std::string& folder, const std::vector<uint32_t>& uids) {
+  std::map<uint32_t, TimePoint> dates;
+  if (uids.empty()) return dates;
+  std::string out;
+  CORTEX_RETURN_IF_ERROR(Run(folder, "UID FETCH " + UidSet(uids) + " (INTERNALDATE)", &out));
+  // One line per message: "* 12 FETCH (UID 1234 INTERNALDATE "03-Dec-2026 17:58:15 +0000")",
+  // its items in any order.
+  static const std::regex kUid(R"(\bUID (\d{1,10}))", std::regex::icase),
+      kDate(R"re(INTERNALDATE "([^"]*)")re", std::regex::icase);
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::smatch uid, date;
+    if (!std::regex_search(line, uid, kUid) || !std::regex_search(line, date, kDate)) continue;
+    std::optional<TimePoint> t = ParseInternalDate(date[1].str());
+    if (t) dates[static_cast<uint32_t>(std::stoul(uid[1]))] = *t;
+  }
+  return dates;
 }
 
 Result<std::vector<uint32_t>> ImapSession::Unseen(const std::string& folder,
@@ -349,7 +396,7 @@ Result<bool> ImapIdle::Start(const std::string& folder) {
   }
   if (!idle) return false;
   // Read-only: watching never changes a flag.
-  CORTEX_RETURN_IF_ERROR(Command("EXAMINE " + Quoted(folder), nullptr));
+  CORTEX_RETURN_IF_ERROR(Command("EXAMINE " + Quoted(ImapMailboxName(folder)), nullptr));
   CORTEX_RETURN_IF_ERROR(BeginIdle());
   return true;
 }

@@ -7,9 +7,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -58,6 +60,9 @@ class ImapSession {
   // The raw message `uid` of `folder`; Conflict if the folder's UIDVALIDITY is no longer
   // `uidvalidity`. Marks nothing read (see MarkUnread).
   Result<std::string> Fetch(const std::string& folder, uint32_t uidvalidity, uint32_t uid);
+  // The INTERNALDATE (when the server received it) of each of `uids` that still exists.
+  Result<std::map<uint32_t, TimePoint>> InternalDates(const std::string& folder,
+                                                      const std::vector<uint32_t>& uids);
   // The UIDs among `uids` that are not \Seen.
   Result<std::vector<uint32_t>> Unseen(const std::string& folder,
                                        const std::vector<uint32_t>& uids);
@@ -129,6 +134,10 @@ inline constexpr std::chrono::minutes kIdleRenew{10};
 inline constexpr std::chrono::seconds kIdleCloseWait{2};
 // The longest response line (literals included) an IDLE connection accepts.
 inline constexpr size_t kIdleMaxLine = 1 << 20;
+
+// An IMAP date-time ("03-Dec-2026 17:58:15 +0100", the day possibly space-padded), or
+// nullopt if it is not one a TimePoint holds.
+std::optional<TimePoint> ParseInternalDate(std::string_view text);
 
 // "a,b,c:d" for `uids` (ascending), as IMAP sequence sets are written.
 std::string UidSet(const std::vector<uint32_t>& uids);

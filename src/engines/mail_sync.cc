@@ -69,7 +69,8 @@ std::string MailSyncReport::Summary() const {
   return out;
 }
 
-std::string MailEpisodeLines(const std::string& raw, const std::string& kind, TimePoint now,
+std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
+                             std::optional<TimePoint> internal_date, TimePoint now,
                              const std::function<bool(const std::string&)>& known_address) {
   auto parsed = ParseMail(raw);
   if (!parsed.ok()) return "";
@@ -107,7 +108,7 @@ std::string MailEpisodeLines(const std::string& raw, const std::string& kind, Ti
   std::string external_id = ExternalId(m, raw);
   json e = {{"type", "episode"},
             {"kind", kind},
-            {"occurred_at", FormatTime(m.date.value_or(now))},
+            {"occurred_at", FormatTime(internal_date ? *internal_date : m.date.value_or(now))},
             {"counterparty", *ident},
             {"channel", "email"},
             {"subject", Utf8Prefix(m.subject, kMaxSubjectBytes)},
@@ -169,6 +170,9 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       bool last = i + kBatch >= uids->size();
       auto unseen = session.Unseen(folder, batch);
       if (!unseen.ok()) return unseen.status();
+      // Before the bodies, whose fetches check UIDVALIDITY: these dates are theirs.
+      auto dates = session.InternalDates(folder, batch);
+      if (!dates.ok()) return dates.status();
       std::vector<std::string> raws;
       for (uint32_t uid : batch) {
         auto raw = session.Fetch(folder, status->uidvalidity, uid);
@@ -190,8 +194,12 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
         return found || !st.ok();
       };
       std::string jsonl;
-      for (const std::string& raw : raws) {
-        std::string lines = MailEpisodeLines(raw, kind, clock.Now(), is_known);
+      for (size_t k = 0; k < raws.size(); ++k) {
+        auto date = dates->find(batch[k]);
+        std::string lines = MailEpisodeLines(
+            raws[k], kind,
+            date == dates->end() ? std::nullopt : std::optional<TimePoint>(date->second),
+            clock.Now(), is_known);
         if (lines.empty()) {
           ++report.skipped;
           continue;

@@ -6,6 +6,7 @@ own configuration, TLS certificate and Maildir in a temporary directory): `corte
         -p 'test_imap.py'
 """
 
+import datetime
 import imaplib
 import os
 import pwd
@@ -261,7 +262,8 @@ class ImapCase(unittest.TestCase):
         self.dovecot.stop()
         self.tmp.cleanup()
 
-    def write_config(self, password=PASSWORD, port=None, name="cortex.toml", extra=""):
+    def write_config(self, password=PASSWORD, port=None, name="cortex.toml", extra="",
+                     received='["INBOX"]'):
         secret = os.path.join(self.tmp.name, name + ".secret")
         with open(secret, "w") as f:
             f.write(password + "\n")
@@ -273,7 +275,7 @@ class ImapCase(unittest.TestCase):
                     f'username = "{USER}"\n'
                     f'password_file = "{secret}"\n'
                     f'ca_file = "{self.dovecot.cert}"\n'
-                    'received = ["INBOX"]\n'
+                    f'received = {received}\n'
                     'sent = ["Sent"]\n'
                     "backfill_days = 3650\n" + extra)
         return path
@@ -406,6 +408,27 @@ class TestMailIn(ImapCase):
         self.assertEqual(mixed.returncode, 1)
         self.assertIn("(alpha): added 1", mixed.stdout)
         self.assertIn("cannot reach", mixed.stderr)
+
+    def test_the_time_is_the_servers_internaldate_else_the_date_header(self):
+        # Date says 2020; the server received it on 1 Dec 2026 09:30 UTC (its INTERNALDATE).
+        received = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.timezone.utc)
+        self.dovecot.append(mail(1, date="Wed, 01 Jan 2020 08:00:00 +0100"),
+                            internaldate=received)
+        self.sync()
+        # Stored as milliseconds since 1970.
+        self.assertEqual(store_rows(self.data, "SELECT occurred_at FROM episodes"),
+                         [(str(int(received.timestamp() * 1000)),)])
+
+    def test_a_folder_named_outside_ascii(self):
+        m = self.dovecot.imap()
+        self.assertEqual(m.create('"B&APw-ro"')[0], "OK")  # "Büro" in modified UTF-7
+        m.logout()
+        self.dovecot.append(mail(1), folder='"B&APw-ro"')
+        self.dovecot.deliver(mail(2))
+        config = self.write_config(name="utf7.toml", received='["INBOX", "Büro"]')
+        out = self.sync(config).stdout
+        self.assertIn("added 2 (INBOX 1, Büro 1, Sent 0)", out)
+        self.assertIn("added 0", self.sync(config).stdout)
 
     def test_a_bad_idle_key_is_refused(self):
         bad = self.sync(self.write_config(name="idle.toml", extra='idle = "yes"\n'), check=False)
