@@ -267,33 +267,30 @@ std::optional<TimePoint> ParseInternalDate(std::string_view text) {
   return *t;
 }
 
-Result<std::map<uint32_t, TimePoint>> ImapSession::InternalDates(
-    const std::string& folder, const std::vector<uint32_t>& uids) {
-  std::map<uint32_t, TimePoint> dates;
-  if (uids.empty()) return dates;
+Result<std::map<uint32_t, MessageMeta>> ImapSession::Describe(const std::string& folder,
+                                                              const std::vector<uint32_t>& uids) {
+  std::map<uint32_t, MessageMeta> meta;
+  if (uids.empty()) return meta;
   std::string out;
-  CORTEX_RETURN_IF_ERROR(Run(folder, "UID FETCH " + UidSet(uids) + " (INTERNALDATE)", &out));
-  // One line per message: "* 12 FETCH (UID 1234 INTERNALDATE "03-Dec-2026 17:58:15 +0000")",
-  // its items in any order.
+  CORTEX_RETURN_IF_ERROR(Run(folder, "UID FETCH " + UidSet(uids) + " (FLAGS INTERNALDATE)", &out));
+  // A line per message, its items in any order:
+  // * 12 FETCH (UID 1234 FLAGS (\Seen) INTERNALDATE "03-Dec-2026 17:58:15 +0000")
   static const std::regex kUid(R"(\bUID (\d{1,10}))", std::regex::icase),
-      kDate(R"re(INTERNALDATE "([^"]*)")re", std::regex::icase);
+      kFlags(R"(\bFLAGS \(([^)]*)\))", std::regex::icase),
+      kSeen(R"((^| )\\Seen( |$))", std::regex::icase),
+      kDate(R"re(\bINTERNALDATE "([^"]*)")re", std::regex::icase);
   std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line)) {
-    std::smatch uid, date;
-    if (!std::regex_search(line, uid, kUid) || !std::regex_search(line, date, kDate)) continue;
-    std::optional<TimePoint> t = ParseInternalDate(date[1].str());
-    if (t) dates[static_cast<uint32_t>(std::stoul(uid[1]))] = *t;
+    std::smatch uid, flags, date;
+    if (!std::regex_search(line, uid, kUid)) continue;
+    MessageMeta& m = meta[static_cast<uint32_t>(std::stoul(uid[1]))];
+    if (std::regex_search(line, flags, kFlags)) m.seen = std::regex_search(flags[1].str(), kSeen);
+    if (std::regex_search(line, date, kDate)) {
+      if (auto t = ParseInternalDate(date[1].str())) m.internal_date = t;
+    }
   }
-  return dates;
-}
-
-Result<std::vector<uint32_t>> ImapSession::Unseen(const std::string& folder,
-                                                  const std::vector<uint32_t>& uids) {
-  if (uids.empty()) return std::vector<uint32_t>();
-  std::string out;
-  CORTEX_RETURN_IF_ERROR(Run(folder, "UID SEARCH UID " + UidSet(uids) + " UNSEEN", &out));
-  return SearchResult(out);
+  return meta;
 }
 
 Status ImapSession::MarkUnread(const std::string& folder, const std::vector<uint32_t>& uids) {
@@ -479,8 +476,8 @@ Status ImapIdle::Command(const std::string& command, std::vector<std::string>* u
       }
       return Status::Unavailable(why);
     }
+    // (EXAMINE's "* n EXISTS" is no news: the pass that follows Start() reads the folder.)
     if (StartsWith(l, "* BYE")) return Lost(l);
-    if (IsNews(l)) news_ = true;
     if (untagged != nullptr) untagged->push_back(l);
   }
 }

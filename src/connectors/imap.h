@@ -37,6 +37,12 @@ struct ImapAccount {
   std::string Name() const;
 };
 
+// What a pass needs to know of a message besides its content.
+struct MessageMeta {
+  bool seen = true;  // \Seen (true when the server reported no flags: nothing is changed)
+  std::optional<TimePoint> internal_date;  // when the server received it, if usable
+};
+
 struct FolderStatus {
   uint32_t uidvalidity = 0;
   uint32_t uidnext = 0;
@@ -60,12 +66,9 @@ class ImapSession {
   // The raw message `uid` of `folder`; Conflict if the folder's UIDVALIDITY is no longer
   // `uidvalidity`. Marks nothing read (see MarkUnread).
   Result<std::string> Fetch(const std::string& folder, uint32_t uidvalidity, uint32_t uid);
-  // The INTERNALDATE (when the server received it) of each of `uids` that still exists.
-  Result<std::map<uint32_t, TimePoint>> InternalDates(const std::string& folder,
-                                                      const std::vector<uint32_t>& uids);
-  // The UIDs among `uids` that are not \Seen.
-  Result<std::vector<uint32_t>> Unseen(const std::string& folder,
-                                       const std::vector<uint32_t>& uids);
+  // The flags and INTERNALDATE of each of `uids` that still exists, in one UID FETCH.
+  Result<std::map<uint32_t, MessageMeta>> Describe(const std::string& folder,
+                                                   const std::vector<uint32_t>& uids);
   // Clears \Seen on `uids` again (fetching a message marks it read on most servers).
   Status MarkUnread(const std::string& folder, const std::vector<uint32_t>& uids);
 

@@ -168,11 +168,14 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       std::vector<uint32_t> batch(uids->begin() + std::min(i, uids->size()),
                                   uids->begin() + std::min(i + kBatch, uids->size()));
       bool last = i + kBatch >= uids->size();
-      auto unseen = session.Unseen(folder, batch);
-      if (!unseen.ok()) return unseen.status();
-      // Before the bodies, whose fetches check UIDVALIDITY: these dates are theirs.
-      auto dates = session.InternalDates(folder, batch);
-      if (!dates.ok()) return dates.status();
+      // Before the bodies, whose fetches check UIDVALIDITY: these flags and dates are theirs.
+      auto meta = session.Describe(folder, batch);
+      if (!meta.ok()) return meta.status();
+      std::vector<uint32_t> unseen;
+      for (uint32_t uid : batch) {
+        auto m = meta->find(uid);
+        if (m != meta->end() && !m->second.seen) unseen.push_back(uid);
+      }
       std::vector<std::string> raws;
       for (uint32_t uid : batch) {
         auto raw = session.Fetch(folder, status->uidvalidity, uid);
@@ -195,11 +198,10 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       };
       std::string jsonl;
       for (size_t k = 0; k < raws.size(); ++k) {
-        auto date = dates->find(batch[k]);
+        auto m = meta->find(batch[k]);
         std::string lines = MailEpisodeLines(
-            raws[k], kind,
-            date == dates->end() ? std::nullopt : std::optional<TimePoint>(date->second),
-            clock.Now(), is_known);
+            raws[k], kind, m == meta->end() ? std::nullopt : m->second.internal_date, clock.Now(),
+            is_known);
         if (lines.empty()) {
           ++report.skipped;
           continue;
@@ -222,7 +224,7 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       report.duplicates += ingested->duplicates;
       report.triaged += ingested->triaged;
       added_here += ingested->episodes_added;
-      CORTEX_RETURN_IF_ERROR(session.MarkUnread(folder, *unseen));
+      CORTEX_RETURN_IF_ERROR(session.MarkUnread(folder, unseen));
       if (uids->empty()) break;
       if (stop != nullptr && stop->load()) return report;  // the rest on the next pass
     }

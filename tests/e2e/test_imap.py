@@ -419,6 +419,20 @@ class TestMailIn(ImapCase):
         self.assertEqual(store_rows(self.data, "SELECT occurred_at FROM episodes"),
                          [(str(int(received.timestamp() * 1000)),)])
 
+    def test_read_and_unread_mail_stay_as_they_were(self):
+        for n in (1, 2, 3):
+            self.dovecot.deliver(mail(n))
+        m = self.dovecot.imap()
+        m.select("INBOX")
+        self.assertEqual(m.uid("STORE", "2", "+FLAGS", "(\\Seen)")[0], "OK")
+        m.logout()
+        self.assertIn("added 3", self.sync().stdout)
+        m = self.dovecot.imap()
+        m.select("INBOX", readonly=True)
+        self.assertEqual(m.uid("SEARCH", "UNSEEN")[1][0].split(), [b"1", b"3"])
+        self.assertEqual(m.uid("SEARCH", "SEEN")[1][0].split(), [b"2"])
+        m.logout()
+
     def test_a_folder_named_outside_ascii(self):
         m = self.dovecot.imap()
         self.assertEqual(m.create('"B&APw-ro"')[0], "OK")  # "Büro" in modified UTF-7
