@@ -6,6 +6,8 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <regex>
@@ -247,25 +249,47 @@ Result<std::string> ImapSession::Fetch(const std::string& folder, uint32_t uidva
 }
 
 std::optional<TimePoint> ParseInternalDate(std::string_view text) {
-  static const std::regex kDate(
-      R"( ?(\d{1,2})-([A-Za-z]{3})-(\d{4}) (\d\d):(\d\d):(\d\d) ([+-])(\d\d)(\d\d))");
+  // "DD-Mon-YYYY HH:MM:SS +ZZZZ" once a day of one digit is made two.
+  std::string t(text);
+  if (!t.empty() && t[0] == ' ') t.erase(0, 1);
+  if (t.size() > 1 && t[1] == '-') t.insert(0, "0");
+  static const char kShape[] = "00-aaa-0000 00:00:00 +0000";
+  if (t.size() != sizeof kShape - 1) return std::nullopt;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char want = kShape[i], c = t[i];
+    bool fits = want == '0'   ? std::isdigit(static_cast<unsigned char>(c)) != 0
+                : want == 'a' ? std::isalpha(static_cast<unsigned char>(c)) != 0
+                : want == '+' ? c == '+' || c == '-'
+                              : c == want;
+    if (!fits) return std::nullopt;
+  }
   static const char* kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
                                   "jul", "aug", "sep", "oct", "nov", "dec"};
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_match(text.begin(), text.end(), m, kDate)) return std::nullopt;
   int month = 0;
   for (int i = 0; i < 12; ++i) {
-    if (strcasecmp(m[2].str().c_str(), kMonths[i]) == 0) month = i + 1;
+    if (strncasecmp(t.data() + 3, kMonths[i], 3) == 0) month = i + 1;
   }
   if (month == 0) return std::nullopt;
-  char rfc3339[32];
-  std::snprintf(rfc3339, sizeof rfc3339, "%s-%02d-%02dT%s:%s:%s%s%s:%s", m[3].str().c_str(), month,
-                std::stoi(m[1].str()), m[4].str().c_str(), m[5].str().c_str(), m[6].str().c_str(),
-                m[7].str().c_str(), m[8].str().c_str(), m[9].str().c_str());
-  auto t = ParseTime(rfc3339);  // checks the ranges, and that a TimePoint holds it
-  if (!t.ok()) return std::nullopt;
-  return *t;
+  char rfc3339[48];
+  std::snprintf(rfc3339, sizeof rfc3339, "%.4s-%02d-%.2sT%.8s%c%.2s:%.2s", t.data() + 7, month,
+                t.data(), t.data() + 12, t[21], t.data() + 22, t.data() + 24);
+  auto time = ParseTime(rfc3339);  // checks the ranges, and that a TimePoint holds it
+  if (!time.ok()) return std::nullopt;
+  return *time;
 }
+
+namespace {
+
+// Where the value of FETCH item `item` ("UID ", "FLAGS (", "INTERNALDATE \"") begins in
+// `line`, or npos. Servers write item names in capitals.
+size_t ItemValue(const std::string& line, const std::string& item) {
+  for (size_t at = line.find(item); at != std::string::npos; at = line.find(item, at + 1)) {
+    if (at > 0 && (line[at - 1] == ' ' || line[at - 1] == '(')) return at + item.size();
+  }
+  return std::string::npos;
+}
+
+}  // namespace
 
 Result<std::map<uint32_t, MessageMeta>> ImapSession::Describe(const std::string& folder,
                                                               const std::vector<uint32_t>& uids) {
@@ -275,19 +299,29 @@ Result<std::map<uint32_t, MessageMeta>> ImapSession::Describe(const std::string&
   CORTEX_RETURN_IF_ERROR(Run(folder, "UID FETCH " + UidSet(uids) + " (FLAGS INTERNALDATE)", &out));
   // A line per message, its items in any order:
   // * 12 FETCH (UID 1234 FLAGS (\Seen) INTERNALDATE "03-Dec-2026 17:58:15 +0000")
-  static const std::regex kUid(R"(\bUID (\d{1,10}))", std::regex::icase),
-      kFlags(R"(\bFLAGS \(([^)]*)\))", std::regex::icase),
-      kSeen(R"((^| )\\Seen( |$))", std::regex::icase),
-      kDate(R"re(\bINTERNALDATE "([^"]*)")re", std::regex::icase);
   std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line)) {
-    std::smatch uid, flags, date;
-    if (!std::regex_search(line, uid, kUid)) continue;
-    MessageMeta& m = meta[static_cast<uint32_t>(std::stoul(uid[1]))];
-    if (std::regex_search(line, flags, kFlags)) m.seen = std::regex_search(flags[1].str(), kSeen);
-    if (std::regex_search(line, date, kDate)) {
-      if (auto t = ParseInternalDate(date[1].str())) m.internal_date = t;
+    size_t uid_at = ItemValue(line, "UID ");
+    if (uid_at == std::string::npos) continue;
+    char* end = nullptr;
+    unsigned long uid = std::strtoul(line.c_str() + uid_at, &end, 10);
+    if (end == line.c_str() + uid_at || uid == 0 || uid > UINT32_MAX) continue;
+    MessageMeta& m = meta[static_cast<uint32_t>(uid)];
+    size_t flags_at = ItemValue(line, "FLAGS (");
+    if (flags_at != std::string::npos) {
+      std::istringstream flags(line.substr(flags_at, line.find(')', flags_at) - flags_at));
+      std::string flag;
+      m.seen = false;
+      while (flags >> flag) m.seen = m.seen || strcasecmp(flag.c_str(), "\\Seen") == 0;
+    }
+    size_t date_at = ItemValue(line, "INTERNALDATE \"");
+    if (date_at != std::string::npos) {
+      size_t close = line.find('"', date_at);
+      if (close != std::string::npos) {
+        m.internal_date =
+            ParseInternalDate(std::string_view(line).substr(date_at, close - date_at));
+      }
     }
   }
   return meta;
