@@ -528,6 +528,15 @@ class TestMailWhileServing(ImapCase):
         self.assertEqual(server.terminate(timeout=10), 0)
 
 
+    def test_idle_false_polls_a_server_that_has_idle(self):
+        server = self.serve("poll_seconds = 1\nidle = false\n")
+        self.dovecot.append(mail(1))
+        took = wait_for(lambda: count(self.data, "m1@h.example") == 1, 5)
+        self.assertIsNotNone(took, server.read_log())
+        self.assertNotIn("IDLE", server.read_log())
+        self.assertEqual(server.terminate(timeout=10), 0)
+
+
 class TestMailWithoutIdle(ImapCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-imap-")
