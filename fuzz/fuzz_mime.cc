@@ -14,8 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string raw(reinterpret_cast<const char*>(data), size);
   auto parsed = ParseMail(raw);
   if (parsed.ok() && parsed->subject.find_first_of("\r\n") != std::string::npos) std::abort();
-  std::string lines = MailEpisodeLines(raw, "message_received", FromUnixMillis(1796300000000),
-                                       [](const std::string&) { return false; });
+  std::string lines =
+      MailEpisodeLines(raw, "message_received", std::nullopt, FromUnixMillis(1796300000000),
+                       [](const std::string&) { return false; });
   if (lines.empty()) return 0;
   fuzz::FuzzWorld& w = fuzz::World();
   auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);

@@ -152,100 +152,151 @@ class BackgroundWork {
   std::thread thread_;  // last: starts once everything above exists
 };
 
-// Mail and calendars in while serving (docs/connectors.md): every [[connectors.imap]] and
-// [[connectors.calendar]] account is read every poll_seconds, on one thread of its own so
-// that a slow server never holds up delivery. A failing account is retried with backoff
-// (doubling, at most 15 minutes) and does not delay the others. What a pass committed stays
+// Mail and calendars in while serving (docs/connectors.md): each [[connectors.imap]] and
+// [[connectors.calendar]] account on a thread of its own, so that a slow or failing server
+// never holds up delivery or another account.
+// Where the server offers IDLE (and the account does not say idle = false), a second
+// connection watches the account's first folder, and new mail there starts a pass at once;
+// every folder is still read every poll_seconds. A failing pass is retried with backoff
+// (the poll interval doubling, at most 15 minutes); a lost IDLE connection is opened again
+// after 1, 2, 4... seconds (at most 5 minutes), each attempt followed by a pass. Passes
+// start after the last committed batch (the UID cursors), so a drop loses nothing. A
+// calendar is read every poll_seconds, with the same backoff. What a pass committed stays
 // if the process dies mid-pass.
 class ConnectorPoller {
  public:
   ConnectorPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts,
-                  const std::vector<CalendarAccount>& calendars) {
+                  const std::vector<CalendarAccount>& calendars)
+      : store_(store), clock_(clock) {
     for (const ImapAccount& account : accounts) {
-      jobs_.push_back({"imap " + account.Name(), account.poll_seconds,
-                       [&store, &clock, &account, this]() -> Result<std::string> {
-                         ImapSession session(account);
-                         auto report = SyncMailbox(store, clock, account, session, &stopping_);
-                         if (!report.ok()) return report.status();
-                         return report->added > 0 ? report->Summary() : "";
-                       }});
+      threads_.emplace_back([this, &account] { Watch(account); });
+      NameThread(threads_.back(), "cortex-mail");
     }
     for (const CalendarAccount& account : calendars) {
-      jobs_.push_back({"calendar " + account.Name(), account.poll_seconds,
-                       [&store, &clock, &account]() -> Result<std::string> {
-                         auto report = SyncCalendar(store, clock, account);
-                         if (!report.ok()) return report.status();
-                         bool changed = report->added + report->changed + report->removed > 0;
-                         return changed ? report->Summary() : "";
-                       }});
+      threads_.emplace_back([this, &account] { Poll(account); });
+      NameThread(threads_.back(), "cortex-calendar");
     }
-    due_.resize(jobs_.size());
-    failures_.resize(jobs_.size(), 0);
-    if (jobs_.empty()) return;
-    thread_ = std::thread([this] { Loop(); });
-    NameThread(thread_, "cortex-connect");
   }
   ~ConnectorPoller() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
       stopping_ = true;
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_) t.join();
   }
 
  private:
-  struct Job {
-    std::string name;
-    int poll_seconds;
-    std::function<Result<std::string>()> pass;  // what it added, "" if nothing
-  };
+  using Steady = std::chrono::steady_clock;
+  static constexpr std::chrono::seconds kIdleRetryFirst{1};
+  static constexpr std::chrono::seconds kIdleRetryMax{300};
+  static constexpr std::chrono::seconds kPassRetryMax{900};
 
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      auto now = std::chrono::steady_clock::now();
-      for (size_t i = 0; i < jobs_.size(); ++i) {
-        if (now < due_[i]) continue;
-        const Job& job = jobs_[i];
-        try {
-          auto report = job.pass();
-          if (report.ok()) {
-            failures_[i] = 0;
-            if (!report->empty()) spdlog::info("{}: {}", job.name, *report);
-          } else {
-            ++failures_[i];
-            spdlog::warn("{} (attempt {})", report.status().message(), failures_[i]);
-          }
-        } catch (const std::exception& e) {
-          ++failures_[i];
-          spdlog::error("{}: {}", job.name, e.what());
+  // `first` doubled per failure after the first, at most `most`.
+  static std::chrono::seconds Backoff(std::chrono::seconds first, int failures,
+                                      std::chrono::seconds most) {
+    if (failures <= 0) return first;
+    return std::min(first * (int64_t{1} << std::min(failures, 16)), most);
+  }
+
+  void Watch(const ImapAccount& account) {
+    std::string folder = !account.received.empty() ? account.received.front()
+                         : !account.sent.empty()   ? account.sent.front()
+                                                   : std::string();
+    bool use_idle = account.idle && !folder.empty();
+    std::unique_ptr<ImapIdle> idle;
+    int pass_failures = 0;
+    int idle_failures = 0;
+    Steady::time_point idle_retry{};  // when to open the IDLE connection again
+    while (!stopping_) {
+      // Watch first, then read: mail that arrives during the pass wakes the next one.
+      if (use_idle && !idle && Steady::now() >= idle_retry) {
+        auto watcher = std::make_unique<ImapIdle>(account);
+        auto started = watcher->Start(folder);
+        if (!started.ok()) {
+          ++idle_failures;
+          auto wait = Backoff(kIdleRetryFirst, idle_failures - 1, kIdleRetryMax);
+          idle_retry = Steady::now() + wait;
+          spdlog::warn("{} (IDLE, attempt {}; again in {} s)", started.status().message(),
+                       idle_failures, wait.count());
+        } else if (!*started) {
+          spdlog::info("imap {}: the server offers no IDLE; reading every {} s", account.Name(),
+                       account.poll_seconds);
+          use_idle = false;
+        } else {
+          spdlog::info("imap {}: watching {} (IDLE)", account.Name(), folder);
+          idle = std::move(watcher);
+          idle_failures = 0;
         }
-        auto wait = std::chrono::seconds(job.poll_seconds);
-        if (failures_[i] > 0) {
-          wait = std::min<std::chrono::seconds>(
-              std::chrono::seconds(job.poll_seconds) * (1 << std::min(failures_[i], 10)),
-              std::chrono::minutes(15));
-        }
-        due_[i] = std::chrono::steady_clock::now() + wait;
-        std::lock_guard<std::mutex> check(mu_);
-        if (stop_) return;
       }
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; });
+      Pass(account, &pass_failures);
+      Steady::time_point next = Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
+                                                        pass_failures, kPassRetryMax);
+      if (idle) {
+        auto news = idle->Wait(next, stopping_);
+        if (news.ok()) continue;  // new mail, or time for a pass
+        ++idle_failures;
+        auto wait = Backoff(kIdleRetryFirst, idle_failures - 1, kIdleRetryMax);
+        spdlog::warn("{} (again in {} s)", news.status().message(), wait.count());
+        idle.reset();
+        idle_retry = Steady::now() + wait;
+      }
+      if (use_idle && !idle) next = std::min(next, idle_retry);
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, next, [this] { return stopping_.load(); });
     }
   }
 
-  std::vector<Job> jobs_;
-  std::vector<std::chrono::steady_clock::time_point> due_;
-  std::vector<int> failures_;
-  std::atomic<bool> stopping_{false};  // ends a long pass between batches
+  void Poll(const CalendarAccount& account) {
+    int failures = 0;
+    while (!stopping_) {
+      try {
+        auto report = SyncCalendar(store_, clock_, account);
+        if (report.ok()) {
+          failures = 0;
+          if (report->added + report->changed + report->removed > 0) {
+            spdlog::info("calendar {}: {}", account.Name(), report->Summary());
+          }
+        } else {
+          ++failures;
+          spdlog::warn("{} (attempt {})", report.status().message(), failures);
+        }
+      } catch (const std::exception& e) {
+        ++failures;
+        spdlog::error("calendar {}: {}", account.Name(), e.what());
+      }
+      Steady::time_point next = Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
+                                                        failures, kPassRetryMax);
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_until(lock, next, [this] { return stopping_.load(); });
+    }
+  }
+
+  // One pass over every folder of `account`: its failures counted in *failures (0 after a
+  // pass that worked) and logged.
+  void Pass(const ImapAccount& account, int* failures) {
+    try {
+      ImapSession session(account);
+      auto report = SyncMailbox(store_, clock_, account, session, &stopping_);
+      if (report.ok()) {
+        *failures = 0;
+        if (report->added > 0) spdlog::info("imap {}: {}", account.Name(), report->Summary());
+        return;
+      }
+      ++*failures;
+      spdlog::warn("{} (attempt {})", report.status().message(), *failures);
+    } catch (const std::exception& e) {
+      ++*failures;
+      spdlog::error("imap {}: {}", account.Name(), e.what());
+    }
+  }
+
+  Store& store_;
+  const Clock& clock_;
+  std::atomic<bool> stopping_{false};  // ends a long pass between batches, and a wait
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;  // last: they start once everything above exists
 };
 
 // The learner while serving, on a thread of its own: a pass over a long history takes a

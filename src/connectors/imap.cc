@@ -1,17 +1,31 @@
 #include "connectors/imap.h"
 
 #include <curl/curl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <regex>
+#include <sstream>
+
+#include "connectors/mime.h"
+#include "core/time.h"
 
 namespace cortex {
 
 namespace {
 
 constexpr uint64_t kSearchWindow = 1000;  // UIDs per SEARCH: a reply line of at most ~11 KB
+
+void EnsureCurl() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
 
 size_t Collect(char* data, size_t size, size_t n, void* userp) {
   static_cast<std::string*>(userp)->append(data, size * n);
@@ -35,6 +49,46 @@ std::string Host(const std::string& url) {
   return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
+// The options every connection of `account` shares: login, TLS, timeouts.
+void SetOptions(CURL* curl, const ImapAccount& account, const std::string& url, char* error) {
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_USERNAME, account.username.c_str());
+  curl_easy_setopt(curl, CURLOPT_PASSWORD, account.password.c_str());
+  curl_easy_setopt(curl, CURLOPT_USE_SSL, account.tls == "none" ? CURLUSESSL_NONE : CURLUSESSL_ALL);
+  if (!account.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, account.ca_file.c_str());
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(account.timeout_seconds));
+  // A command that stalls this long (no byte in either direction) is given up.
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(account.timeout_seconds));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+}
+
+// A libcurl failure as a Status naming the account (never its password).
+Status Failure(const ImapAccount& account, CURLcode rc, const char* error) {
+  std::string why = "imap " + account.Name() + ": " +
+                    (error[0] != 0 ? std::string(error) : std::string(curl_easy_strerror(rc)));
+  switch (rc) {
+    case CURLE_LOGIN_DENIED:
+      return Status::Unauthorized(why + " (login refused: check username and password)");
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+      return Status::Unavailable(why + " (cannot reach " + Host(account.url) + ")");
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_USE_SSL_FAILED:
+      return Status::Unavailable(why + " (TLS failed)");
+    default:
+      return Status::Unavailable(why);
+  }
+}
+
+std::string BaseUrl(const ImapAccount& account) {
+  std::string base = account.url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base;
+}
+
 }  // namespace
 
 std::string ImapAccount::Name() const { return username + "@" + Host(url); }
@@ -52,20 +106,17 @@ std::string UidSet(const std::vector<uint32_t>& uids) {
   return out;
 }
 
-ImapSession::ImapSession(const ImapAccount& account) : account_(account) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+ImapSession::ImapSession(const ImapAccount& account) : account_(account) { EnsureCurl(); }
 
 ImapSession::~ImapSession() {
   if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 std::string ImapSession::FolderUrl(const std::string& folder) const {
-  std::string base = account_.url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  std::string base = BaseUrl(account_);
   if (folder.empty()) return base + "/";
-  char* escaped = curl_easy_escape(nullptr, folder.c_str(), static_cast<int>(folder.size()));
+  std::string name = ImapMailboxName(folder);
+  char* escaped = curl_easy_escape(nullptr, name.c_str(), static_cast<int>(name.size()));
   std::string out = base + "/" + escaped;
   curl_free(escaped);
   return out;
@@ -78,38 +129,14 @@ Status ImapSession::Perform(const std::string& url, std::string* out) {
   }
   CURL* curl = static_cast<CURL*>(curl_);
   char error[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_USERNAME, account_.username.c_str());
-  curl_easy_setopt(curl, CURLOPT_PASSWORD, account_.password.c_str());
-  curl_easy_setopt(curl, CURLOPT_USE_SSL,
-                   account_.tls == "none" ? CURLUSESSL_NONE : CURLUSESSL_ALL);
-  if (!account_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, account_.ca_file.c_str());
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(account_.timeout_seconds));
-  // A command that stalls this long (no byte in either direction) is given up.
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(account_.timeout_seconds));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  SetOptions(curl, account_, url, error);
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 256L * 1024);  // room for a long reply line
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Collect);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
   CURLcode rc = curl_easy_perform(curl);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // `error` goes out of scope
   if (rc == CURLE_OK) return Status::Ok();
-  std::string why = "imap " + account_.Name() + ": " +
-                    (error[0] != 0 ? std::string(error) : std::string(curl_easy_strerror(rc)));
-  switch (rc) {
-    case CURLE_LOGIN_DENIED:
-      return Status::Unauthorized(why + " (login refused: check username and password)");
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-      return Status::Unavailable(why + " (cannot reach " + Host(account_.url) + ")");
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_USE_SSL_FAILED:
-      return Status::Unavailable(why + " (TLS failed)");
-    default:
-      return Status::Unavailable(why);
-  }
+  return Failure(account_, rc, error);
 }
 
 Status ImapSession::Run(const std::string& folder, const std::string& command, std::string* out) {
@@ -127,7 +154,8 @@ Status ImapSession::Run(const std::string& folder, const std::string& command, s
 
 Result<FolderStatus> ImapSession::Stat(const std::string& folder) {
   std::string out;
-  CORTEX_RETURN_IF_ERROR(Run("", "STATUS " + Quoted(folder) + " (UIDVALIDITY UIDNEXT)", &out));
+  CORTEX_RETURN_IF_ERROR(
+      Run("", "STATUS " + Quoted(ImapMailboxName(folder)) + " (UIDVALIDITY UIDNEXT)", &out));
   static const std::regex kValidity(R"(UIDVALIDITY (\d+))"), kNext(R"(UIDNEXT (\d+))");
   std::smatch v, n;
   if (!std::regex_search(out, v, kValidity)) {
@@ -220,18 +248,348 @@ Result<std::string> ImapSession::Fetch(const std::string& folder, uint32_t uidva
   return out;
 }
 
-Result<std::vector<uint32_t>> ImapSession::Unseen(const std::string& folder,
-                                                  const std::vector<uint32_t>& uids) {
-  if (uids.empty()) return std::vector<uint32_t>();
+std::optional<TimePoint> ParseInternalDate(std::string_view text) {
+  // "DD-Mon-YYYY HH:MM:SS +ZZZZ" once a day of one digit is made two.
+  std::string t(text);
+  if (!t.empty() && t[0] == ' ') t.erase(0, 1);
+  if (t.size() > 1 && t[1] == '-') t.insert(0, "0");
+  static const char kShape[] = "00-aaa-0000 00:00:00 +0000";
+  if (t.size() != sizeof kShape - 1) return std::nullopt;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char want = kShape[i], c = t[i];
+    bool fits = want == '0'   ? std::isdigit(static_cast<unsigned char>(c)) != 0
+                : want == 'a' ? std::isalpha(static_cast<unsigned char>(c)) != 0
+                : want == '+' ? c == '+' || c == '-'
+                              : c == want;
+    if (!fits) return std::nullopt;
+  }
+  static const char* kMonths[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                  "jul", "aug", "sep", "oct", "nov", "dec"};
+  int month = 0;
+  for (int i = 0; i < 12; ++i) {
+    if (strncasecmp(t.data() + 3, kMonths[i], 3) == 0) month = i + 1;
+  }
+  if (month == 0) return std::nullopt;
+  char rfc3339[48];
+  std::snprintf(rfc3339, sizeof rfc3339, "%.4s-%02d-%.2sT%.8s%c%.2s:%.2s", t.data() + 7, month,
+                t.data(), t.data() + 12, t[21], t.data() + 22, t.data() + 24);
+  auto time = ParseTime(rfc3339);  // checks the ranges, and that a TimePoint holds it
+  if (!time.ok()) return std::nullopt;
+  return *time;
+}
+
+namespace {
+
+// Where the value of FETCH item `item` ("UID ", "FLAGS (", "INTERNALDATE \"") begins in
+// `line`, or npos. Servers write item names in capitals.
+size_t ItemValue(const std::string& line, const std::string& item) {
+  for (size_t at = line.find(item); at != std::string::npos; at = line.find(item, at + 1)) {
+    if (at > 0 && (line[at - 1] == ' ' || line[at - 1] == '(')) return at + item.size();
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+Result<std::map<uint32_t, MessageMeta>> ImapSession::Describe(const std::string& folder,
+                                                              const std::vector<uint32_t>& uids) {
+  std::map<uint32_t, MessageMeta> meta;
+  if (uids.empty()) return meta;
   std::string out;
-  CORTEX_RETURN_IF_ERROR(Run(folder, "UID SEARCH UID " + UidSet(uids) + " UNSEEN", &out));
-  return SearchResult(out);
+  CORTEX_RETURN_IF_ERROR(Run(folder, "UID FETCH " + UidSet(uids) + " (FLAGS INTERNALDATE)", &out));
+  // A line per message, its items in any order:
+  // * 12 FETCH (UID 1234 FLAGS (\Seen) INTERNALDATE "03-Dec-2026 17:58:15 +0000")
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    size_t uid_at = ItemValue(line, "UID ");
+    if (uid_at == std::string::npos) continue;
+    char* end = nullptr;
+    unsigned long uid = std::strtoul(line.c_str() + uid_at, &end, 10);
+    if (end == line.c_str() + uid_at || uid == 0 || uid > UINT32_MAX) continue;
+    MessageMeta& m = meta[static_cast<uint32_t>(uid)];
+    size_t flags_at = ItemValue(line, "FLAGS (");
+    if (flags_at != std::string::npos) {
+      std::istringstream flags(line.substr(flags_at, line.find(')', flags_at) - flags_at));
+      std::string flag;
+      m.seen = false;
+      while (flags >> flag) m.seen = m.seen || strcasecmp(flag.c_str(), "\\Seen") == 0;
+    }
+    size_t date_at = ItemValue(line, "INTERNALDATE \"");
+    if (date_at != std::string::npos) {
+      size_t close = line.find('"', date_at);
+      if (close != std::string::npos) {
+        m.internal_date =
+            ParseInternalDate(std::string_view(line).substr(date_at, close - date_at));
+      }
+    }
+  }
+  return meta;
 }
 
 Status ImapSession::MarkUnread(const std::string& folder, const std::vector<uint32_t>& uids) {
   if (uids.empty()) return Status::Ok();
   std::string out;
   return Run(folder, "UID STORE " + UidSet(uids) + " -FLAGS.SILENT (\\Seen)", &out);
+}
+
+namespace {
+
+using std::chrono::steady_clock;
+
+// "* 12 EXISTS": the folder holds more messages than before.
+bool IsNews(const std::string& line) {
+  static const std::regex kExists(R"(\* \d+ EXISTS\s*)", std::regex::icase);
+  return std::regex_match(line, kExists);
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && strncasecmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+
+// The size of the literal announced by the line ending at `eol` ("... {123}" or "{123+}"),
+// if it announces one.
+std::optional<size_t> LiteralSize(const std::string& buffer, size_t eol) {
+  if (eol == 0 || buffer[eol - 1] != '}') return std::nullopt;
+  size_t open = buffer.rfind('{', eol - 1);
+  if (open == std::string::npos) return std::nullopt;
+  std::string digits = buffer.substr(open + 1, eol - 1 - open - 1);
+  if (!digits.empty() && digits.back() == '+') digits.pop_back();
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::stoul(digits);
+}
+
+// Waits until `socket` is ready for `events` or `ms` pass.
+void AwaitSocket(int socket, short events, int ms) {
+  pollfd p{socket, events, 0};
+  (void)poll(&p, 1, ms);
+}
+
+}  // namespace
+
+ImapIdle::ImapIdle(const ImapAccount& account) : account_(account) { EnsureCurl(); }
+
+ImapIdle::~ImapIdle() {
+  if (curl_ == nullptr) return;
+  if (!broken_ && !idle_tag_.empty()) {
+    (void)EndIdle(steady_clock::now() + kIdleCloseWait);
+  }
+  CURL* curl = static_cast<CURL*>(curl_);
+  // libcurl says LOGOUT as it closes: a server gone silent is waited for this long at most.
+  curl_easy_setopt(curl, CURLOPT_SERVER_RESPONSE_TIMEOUT,
+                   static_cast<long>(kIdleCloseWait.count()));
+  curl_easy_cleanup(curl);
+}
+
+Status ImapIdle::Lost(const std::string& why) {
+  broken_ = true;
+  return Status::Unavailable("imap " + account_.Name() + ": IDLE connection lost: " + why);
+}
+
+Result<bool> ImapIdle::Start(const std::string& folder) {
+  if (curl_ != nullptr) return Status::Internal("ImapIdle::Start called twice");
+  curl_ = curl_easy_init();
+  if (curl_ == nullptr) return Status::Unavailable("curl_easy_init failed");
+  CURL* curl = static_cast<CURL*>(curl_);
+  char error[CURL_ERROR_SIZE] = {0};
+  SetOptions(curl, account_, BaseUrl(account_) + "/", error);
+  // Connect, TLS and log in, then hand the connection over.
+  curl_easy_setopt(curl, CURLOPT_CONNECT_ONLY, 1L);
+  curl_easy_setopt(curl, CURLOPT_SERVER_RESPONSE_TIMEOUT,
+                   static_cast<long>(account_.timeout_seconds));
+  // A peer that vanished without a word is also found by TCP keepalive.
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, 60L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 30L);
+  CURLcode rc = curl_easy_perform(curl);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // `error` goes out of scope
+  if (rc != CURLE_OK) {
+    broken_ = true;
+    return Failure(account_, rc, error);
+  }
+  curl_socket_t socket = CURL_SOCKET_BAD;
+  if (curl_easy_getinfo(curl, CURLINFO_ACTIVESOCKET, &socket) != CURLE_OK ||
+      socket == CURL_SOCKET_BAD) {
+    return Lost("no socket after login");
+  }
+  socket_ = socket;
+  std::vector<std::string> lines;
+  CORTEX_RETURN_IF_ERROR(Command("CAPABILITY", &lines));
+  bool idle = false;
+  for (const std::string& line : lines) {
+    if (!StartsWith(line, "* CAPABILITY ")) continue;
+    std::istringstream words(line.substr(13));
+    std::string word;
+    while (words >> word) idle = idle || strcasecmp(word.c_str(), "IDLE") == 0;
+  }
+  if (!idle) return false;
+  // Read-only: watching never changes a flag.
+  CORTEX_RETURN_IF_ERROR(Command("EXAMINE " + Quoted(ImapMailboxName(folder)), nullptr));
+  CORTEX_RETURN_IF_ERROR(BeginIdle());
+  return true;
+}
+
+Status ImapIdle::Send(const std::string& line) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  std::string data = line + "\r\n";
+  size_t done = 0;
+  auto deadline = steady_clock::now() + std::chrono::seconds(account_.timeout_seconds);
+  while (done < data.size()) {
+    size_t n = 0;
+    CURLcode rc = curl_easy_send(curl, data.data() + done, data.size() - done, &n);
+    if (rc == CURLE_AGAIN) {
+      if (steady_clock::now() >= deadline) return Lost("the server takes nothing");
+      AwaitSocket(socket_, POLLOUT, 250);
+      continue;
+    }
+    if (rc != CURLE_OK) return Lost(curl_easy_strerror(rc));
+    done += n;
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> ImapIdle::ReadLine(Deadline deadline,
+                                                      const std::atomic<bool>* stop) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  size_t scan = 0;  // where this line's end is looked for: past any literal it holds
+  while (true) {
+    size_t eol = buffer_.find("\r\n", scan);
+    if (eol != std::string::npos) {
+      std::optional<size_t> literal = LiteralSize(buffer_, eol);
+      if (!literal) {
+        std::string line = buffer_.substr(0, eol);
+        buffer_.erase(0, eol + 2);
+        return std::optional<std::string>(std::move(line));
+      }
+      if (*literal > kIdleMaxLine)
+        return Lost("a literal of " + std::to_string(*literal) + " bytes");
+      if (buffer_.size() >= eol + 2 + *literal) {
+        scan = eol + 2 + *literal;
+        continue;
+      }
+    }
+    if (buffer_.size() > kIdleMaxLine) return Lost("a response line of over 1 MiB");
+    char chunk[16 * 1024];
+    size_t n = 0;
+    CURLcode rc = curl_easy_recv(curl, chunk, sizeof chunk, &n);
+    if (rc == CURLE_OK) {
+      if (n == 0) return Lost("the server closed the connection");
+      buffer_.append(chunk, n);
+      continue;
+    }
+    if (rc != CURLE_AGAIN) return Lost(curl_easy_strerror(rc));
+    auto now = steady_clock::now();
+    if (now >= deadline || (stop != nullptr && stop->load())) {
+      return std::optional<std::string>();
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    AwaitSocket(socket_, POLLIN, static_cast<int>(std::min<int64_t>(left + 1, 250)));
+  }
+}
+
+Status ImapIdle::Command(const std::string& command, std::vector<std::string>* untagged) {
+  std::string tag = "cx" + std::to_string(next_tag_++);
+  CORTEX_RETURN_IF_ERROR(Send(tag + " " + command));
+  std::string what = command.substr(0, command.find(' '));
+  auto deadline = steady_clock::now() + std::chrono::seconds(account_.timeout_seconds);
+  while (true) {
+    auto line = ReadLine(deadline);
+    if (!line.ok()) return line.status();
+    if (!*line) return Lost("no answer to " + what);
+    const std::string& l = **line;
+    if (StartsWith(l, tag + " ")) {
+      std::string reply = l.substr(tag.size() + 1);
+      if (StartsWith(reply, "OK")) return Status::Ok();
+      std::string why = "imap " + account_.Name() + ": " + what + " refused (" + reply + ")";
+      if (what == "EXAMINE") {
+        return Status::NotFound("imap " + account_.Name() + ": no folder " +
+                                command.substr(what.size() + 1) + " (" + reply + ")");
+      }
+      return Status::Unavailable(why);
+    }
+    // (EXAMINE's "* n EXISTS" is no news: the pass that follows Start() reads the folder.)
+    if (StartsWith(l, "* BYE")) return Lost(l);
+    if (untagged != nullptr) untagged->push_back(l);
+  }
+}
+
+Status ImapIdle::BeginIdle() {
+  std::string tag = "cx" + std::to_string(next_tag_++);
+  CORTEX_RETURN_IF_ERROR(Send(tag + " IDLE"));
+  auto deadline = steady_clock::now() + std::chrono::seconds(account_.timeout_seconds);
+  while (true) {
+    auto line = ReadLine(deadline);
+    if (!line.ok()) return line.status();
+    if (!*line) return Lost("no answer to IDLE");
+    const std::string& l = **line;
+    if (StartsWith(l, "+")) break;
+    if (StartsWith(l, tag + " ")) {
+      return Status::Unavailable("imap " + account_.Name() + ": IDLE refused (" +
+                                 l.substr(tag.size() + 1) + ")");
+    }
+    if (StartsWith(l, "* BYE")) return Lost(l);
+    if (IsNews(l)) news_ = true;
+  }
+  idle_tag_ = tag;
+  idle_since_ = steady_clock::now();
+  return Status::Ok();
+}
+
+Status ImapIdle::EndIdle(Deadline deadline) {
+  std::string tag = idle_tag_;
+  idle_tag_.clear();
+  CORTEX_RETURN_IF_ERROR(Send("DONE"));
+  while (true) {
+    auto line = ReadLine(deadline);
+    if (!line.ok()) return line.status();
+    if (!*line) return Lost("no answer to DONE");
+    const std::string& l = **line;
+    if (StartsWith(l, tag + " ")) {
+      if (StartsWith(l.substr(tag.size() + 1), "OK")) return Status::Ok();
+      return Lost("IDLE ended with " + l.substr(tag.size() + 1));
+    }
+    if (StartsWith(l, "* BYE")) return Lost(l);
+    if (IsNews(l)) news_ = true;
+  }
+}
+
+Result<bool> ImapIdle::Wait(Deadline until, const std::atomic<bool>& stop) {
+  if (curl_ == nullptr || broken_ || idle_tag_.empty()) {
+    return Status::Internal("ImapIdle::Wait without a running IDLE");
+  }
+  while (true) {
+    auto now = steady_clock::now();
+    if (!news_) {
+      if (stop.load() || now >= until) return false;
+      if (now >= idle_since_ + kIdleRenew) {
+        CORTEX_RETURN_IF_ERROR(EndIdle(now + std::chrono::seconds(account_.timeout_seconds)));
+        CORTEX_RETURN_IF_ERROR(BeginIdle());
+        continue;
+      }
+    }
+    // With news in hand, only what has already arrived is read: several EXISTS in a row
+    // make one wake-up.
+    auto line = ReadLine(news_ ? now : std::min(until, idle_since_ + kIdleRenew), &stop);
+    if (!line.ok()) return line.status();
+    if (!*line) {
+      if (!news_) continue;
+      news_ = false;
+      return true;
+    }
+    const std::string& l = **line;
+    spdlog::debug("imap {}: IDLE: {}", account_.Name(), l);
+    if (IsNews(l)) {
+      news_ = true;
+    } else if (StartsWith(l, "* BYE")) {
+      return Lost(l);
+    } else if (StartsWith(l, idle_tag_ + " ")) {
+      idle_tag_.clear();
+      return Lost("the server ended IDLE (" + l + ")");
+    }
+  }
 }
 
 }  // namespace cortex

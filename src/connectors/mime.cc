@@ -96,6 +96,38 @@ void AppendText(xmlNode* node, std::string* out) {
 
 }  // namespace
 
+std::string ImapMailboxName(std::string_view utf8) {
+  auto direct = [](char c) { return c >= 0x20 && c < 0x7f; };
+  std::string out;
+  for (size_t i = 0; i < utf8.size();) {
+    if (direct(utf8[i])) {
+      out += utf8[i] == '&' ? std::string("&-") : std::string(1, utf8[i]);
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < utf8.size() && !direct(utf8[j])) ++j;
+    glong units = 0;
+    gunichar2* u16 =
+        g_utf8_to_utf16(utf8.data() + i, static_cast<glong>(j - i), nullptr, &units, nullptr);
+    if (u16 == nullptr) return std::string(utf8);  // not UTF-8: sent as it is
+    std::string bytes;
+    for (glong k = 0; k < units; ++k) {
+      bytes += static_cast<char>(u16[k] >> 8);
+      bytes += static_cast<char>(u16[k] & 0xff);
+    }
+    g_free(u16);
+    gchar* b64 = g_base64_encode(reinterpret_cast<const guchar*>(bytes.data()), bytes.size());
+    std::string encoded(b64);
+    g_free(b64);
+    while (!encoded.empty() && encoded.back() == '=') encoded.pop_back();
+    std::replace(encoded.begin(), encoded.end(), '/', ',');
+    out += "&" + encoded + "-";
+    i = j;
+  }
+  return out;
+}
+
 std::string HtmlToText(std::string_view html) {
   htmlDocPtr doc = htmlReadMemory(html.data(), static_cast<int>(html.size()), nullptr, "UTF-8",
                                   HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |

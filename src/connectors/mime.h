@@ -42,6 +42,11 @@ Result<ParsedMail> ParseMail(std::string_view raw);
 // dropped, blocks on lines of their own, whitespace collapsed.
 std::string HtmlToText(std::string_view html);
 
+// A folder name as IMAP writes it (RFC 3501 5.1.3, modified UTF-7): printable ASCII as
+// itself ("&" as "&-"), anything else as "&" + base64 of its UTF-16 (',' for '/') + "-".
+// "Entwürfe" is "Entw&APw-rfe". REQUIRES: `utf8` is valid UTF-8 without control characters.
+std::string ImapMailboxName(std::string_view utf8);
+
 // Initialises GMime once per process (thread-safe).
 void EnsureGMime();
 

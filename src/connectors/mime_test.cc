@@ -141,7 +141,8 @@ TEST(MailEpisodeLines, AReceivedMessageIsAValidEpisodeLine) {
       "From: Marcus Webb <Marcus@H.example>\r\nTo: me@x.example\r\nSubject: Cutover\r\n"
       "Message-ID: <m1@h.example>\r\nDate: Thu, 03 Dec 2026 10:00:00 +0000\r\n\r\n"
       "Can you confirm by Tuesday? Thanks.\r\n",
-      "message_received", FromUnixMillis(0), [](const std::string&) { return false; });
+      "message_received", std::nullopt, FromUnixMillis(0),
+      [](const std::string&) { return false; });
   auto nl = lines.find('\n');
   ASSERT_NE(nl, std::string::npos);
   auto entity = nlohmann::json::parse(lines.substr(0, nl));
@@ -154,9 +155,35 @@ TEST(MailEpisodeLines, AReceivedMessageIsAValidEpisodeLine) {
   EXPECT_EQ(episode["thread"], "m1@h.example");
   EXPECT_EQ(episode["occurred_at"], "2026-12-03T10:00:00Z");
   // No usable sender: nothing to store.
-  EXPECT_EQ(MailEpisodeLines("Subject: x\r\n\r\nbody\r\n", "message_received", FromUnixMillis(0),
-                             [](const std::string&) { return false; }),
+  EXPECT_EQ(MailEpisodeLines("Subject: x\r\n\r\nbody\r\n", "message_received", std::nullopt,
+                             FromUnixMillis(0), [](const std::string&) { return false; }),
             "");
+}
+
+TEST(MailEpisodeLines, TheServersDateComesFirstThenTheHeaderThenNow) {
+  auto occurred = [](const std::string& raw, std::optional<TimePoint> internal) {
+    std::string lines =
+        MailEpisodeLines(raw, "message_received", internal, FromUnixMillis(1'000'000'000'000),
+                         [](const std::string&) { return true; });
+    return nlohmann::json::parse(lines)["occurred_at"].get<std::string>();
+  };
+  std::string dated =
+      "From: a@h.example\r\nSubject: x\r\nDate: Thu, 03 Dec 2026 10:00:00 +0000\r\n\r\nhi\r\n";
+  std::string undated = "From: a@h.example\r\nSubject: x\r\n\r\nhi\r\n";
+  TimePoint internal = *ParseTime("2026-12-04T08:30:00Z");
+  EXPECT_EQ(occurred(dated, internal), "2026-12-04T08:30:00Z");
+  EXPECT_EQ(occurred(dated, std::nullopt), "2026-12-03T10:00:00Z");
+  EXPECT_EQ(occurred(undated, std::nullopt), "2001-09-09T01:46:40Z");
+}
+
+TEST(ImapMailboxName, ModifiedUtf7AsRfc3501WritesIt) {
+  EXPECT_EQ(ImapMailboxName("INBOX"), "INBOX");
+  EXPECT_EQ(ImapMailboxName("Entwürfe"), "Entw&APw-rfe");
+  EXPECT_EQ(ImapMailboxName("Peter & Paul"), "Peter &- Paul");
+  // RFC 3501's own example: "~peter/mail/台北/日本語".
+  EXPECT_EQ(ImapMailboxName("~peter/mail/台北/日本語"), "~peter/mail/&U,BTFw-/&ZeVnLIqe-");
+  // Outside the BMP: a surrogate pair.
+  EXPECT_EQ(ImapMailboxName("a😀b"), "a&2D3eAA-b");
 }
 
 }  // namespace

@@ -220,7 +220,8 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
     CORTEX_RETURN_IF_ERROR(Unknown(
         *a, where,
         {"workspace", "url", "username", "password", "password_file", "password_env", "tls",
-         "ca_file", "received", "sent", "backfill_days", "poll_seconds", "timeout_seconds"}));
+         "ca_file", "received", "sent", "backfill_days", "poll_seconds", "timeout_seconds",
+         "idle"}));
     ImapAccount acc;
     std::string password, file, env;
     CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "workspace", &acc.workspace));
@@ -237,6 +238,11 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
     CORTEX_RETURN_IF_ERROR(ReadAccountInt(*a, where, "poll_seconds", &acc.poll_seconds, 1, 86400));
     CORTEX_RETURN_IF_ERROR(
         ReadAccountInt(*a, where, "timeout_seconds", &acc.timeout_seconds, 1, 300));
+    if (const toml::node* idle = a->get("idle")) {
+      auto v = idle->value<bool>();
+      if (!v) return Status::InvalidArgument("config: " + where + "idle must be true or false");
+      acc.idle = *v;
+    }
     if (acc.workspace.empty() || acc.url.empty() || acc.username.empty()) {
       return Status::InvalidArgument("config: " + where + " needs workspace, url and username");
     }

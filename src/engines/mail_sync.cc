@@ -69,7 +69,8 @@ std::string MailSyncReport::Summary() const {
   return out;
 }
 
-std::string MailEpisodeLines(const std::string& raw, const std::string& kind, TimePoint now,
+std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
+                             std::optional<TimePoint> internal_date, TimePoint now,
                              const std::function<bool(const std::string&)>& known_address) {
   auto parsed = ParseMail(raw);
   if (!parsed.ok()) return "";
@@ -107,7 +108,7 @@ std::string MailEpisodeLines(const std::string& raw, const std::string& kind, Ti
   std::string external_id = ExternalId(m, raw);
   json e = {{"type", "episode"},
             {"kind", kind},
-            {"occurred_at", FormatTime(m.date.value_or(now))},
+            {"occurred_at", FormatTime(internal_date ? *internal_date : m.date.value_or(now))},
             {"counterparty", *ident},
             {"channel", "email"},
             {"subject", Utf8Prefix(m.subject, kMaxSubjectBytes)},
@@ -167,8 +168,14 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       std::vector<uint32_t> batch(uids->begin() + std::min(i, uids->size()),
                                   uids->begin() + std::min(i + kBatch, uids->size()));
       bool last = i + kBatch >= uids->size();
-      auto unseen = session.Unseen(folder, batch);
-      if (!unseen.ok()) return unseen.status();
+      // Before the bodies, whose fetches check UIDVALIDITY: these flags and dates are theirs.
+      auto meta = session.Describe(folder, batch);
+      if (!meta.ok()) return meta.status();
+      std::vector<uint32_t> unseen;
+      for (uint32_t uid : batch) {
+        auto m = meta->find(uid);
+        if (m != meta->end() && !m->second.seen) unseen.push_back(uid);
+      }
       std::vector<std::string> raws;
       for (uint32_t uid : batch) {
         auto raw = session.Fetch(folder, status->uidvalidity, uid);
@@ -190,8 +197,11 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
         return found || !st.ok();
       };
       std::string jsonl;
-      for (const std::string& raw : raws) {
-        std::string lines = MailEpisodeLines(raw, kind, clock.Now(), is_known);
+      for (size_t k = 0; k < raws.size(); ++k) {
+        auto m = meta->find(batch[k]);
+        std::string lines = MailEpisodeLines(
+            raws[k], kind, m == meta->end() ? std::nullopt : m->second.internal_date, clock.Now(),
+            is_known);
         if (lines.empty()) {
           ++report.skipped;
           continue;
@@ -214,7 +224,7 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
       report.duplicates += ingested->duplicates;
       report.triaged += ingested->triaged;
       added_here += ingested->episodes_added;
-      CORTEX_RETURN_IF_ERROR(session.MarkUnread(folder, *unseen));
+      CORTEX_RETURN_IF_ERROR(session.MarkUnread(folder, unseen));
       if (uids->empty()) break;
       if (stop != nullptr && stop->load()) return report;  // the rest on the next pass
     }

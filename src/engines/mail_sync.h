@@ -35,8 +35,10 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
 
 // The JSONL episode line (and, first, an entity line when `new_sender`) for one message of
 // folder kind `kind` (message_received or message_sent); "" when it has no usable
-// counterparty address. Exposed for tests and fuzzing.
-std::string MailEpisodeLines(const std::string& raw, const std::string& kind, TimePoint now,
+// counterparty address. Its time is `internal_date` (the server's INTERNALDATE), else its
+// Date header, else `now`. Exposed for tests and fuzzing.
+std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
+                             std::optional<TimePoint> internal_date, TimePoint now,
                              const std::function<bool(const std::string&)>& known_address);
 
 }  // namespace cortex

@@ -6,6 +6,7 @@ own configuration, TLS certificate and Maildir in a temporary directory): `corte
         -p 'test_imap.py'
 """
 
+import datetime
 import imaplib
 import os
 import pwd
@@ -14,6 +15,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -36,7 +38,7 @@ def free_port():
 class Dovecot:
     """A private Dovecot: IMAP with STARTTLS and IMAPS on free loopback ports, one user."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, extra_conf=""):
         self.dir = os.path.join(directory, "dovecot")
         os.makedirs(os.path.join(self.dir, "run"))
         os.chmod(directory, 0o755)
@@ -87,15 +89,16 @@ service imap-login {{
 service anvil {{
   chroot =
 }}
-""")
+{extra_conf}""")
         self.count = 0
         self.proc = None
         self.start()
 
     def start(self):
         self.chown()
+        # A session of its own: stop() ends every process of it, as `systemctl stop` would.
         self.proc = subprocess.Popen([DOVECOT, "-F", "-c", self.conf], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             try:
@@ -109,6 +112,13 @@ service anvil {{
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+        # The master leaves its children running (an imap process serving a client, anvil,
+        # log...): end them too, so that a client's connection really drops.
+        if self.proc:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         pid = os.path.join(self.dir, "run", "master.pid")
         if os.path.exists(pid):
             os.remove(pid)
@@ -153,6 +163,17 @@ service anvil {{
         m = imaplib.IMAP4_SSL("127.0.0.1", self.tls_port, ssl_context=context)
         m.login(USER, PASSWORD)
         return m
+
+    def append(self, raw, folder="INBOX", internaldate=None):
+        """Puts a message into `folder` as a mail client would (IMAP APPEND)."""
+        m = self.imap()
+        try:
+            when = imaplib.Time2Internaldate(internaldate or time.time())
+            typ, _ = m.append(folder, None, when, raw if isinstance(raw, bytes) else raw.encode())
+            if typ != "OK":
+                raise RuntimeError("APPEND failed")
+        finally:
+            m.logout()
 
 
 def mail(n, subject="Pilot cutover", sender="Marcus Webb <marcus@h.example>",
@@ -241,7 +262,8 @@ class ImapCase(unittest.TestCase):
         self.dovecot.stop()
         self.tmp.cleanup()
 
-    def write_config(self, password=PASSWORD, port=None, name="cortex.toml", extra=""):
+    def write_config(self, password=PASSWORD, port=None, name="cortex.toml", extra="",
+                     received='["INBOX"]'):
         secret = os.path.join(self.tmp.name, name + ".secret")
         with open(secret, "w") as f:
             f.write(password + "\n")
@@ -253,7 +275,7 @@ class ImapCase(unittest.TestCase):
                     f'username = "{USER}"\n'
                     f'password_file = "{secret}"\n'
                     f'ca_file = "{self.dovecot.cert}"\n'
-                    'received = ["INBOX"]\n'
+                    f'received = {received}\n'
                     'sent = ["Sent"]\n'
                     "backfill_days = 3650\n" + extra)
         return path
@@ -387,6 +409,47 @@ class TestMailIn(ImapCase):
         self.assertIn("(alpha): added 1", mixed.stdout)
         self.assertIn("cannot reach", mixed.stderr)
 
+    def test_the_time_is_the_servers_internaldate_else_the_date_header(self):
+        # Date says 2020; the server received it on 1 Dec 2026 09:30 UTC (its INTERNALDATE).
+        received = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.timezone.utc)
+        self.dovecot.append(mail(1, date="Wed, 01 Jan 2020 08:00:00 +0100"),
+                            internaldate=received)
+        self.sync()
+        # Stored as milliseconds since 1970.
+        self.assertEqual(store_rows(self.data, "SELECT occurred_at FROM episodes"),
+                         [(str(int(received.timestamp() * 1000)),)])
+
+    def test_read_and_unread_mail_stay_as_they_were(self):
+        for n in (1, 2, 3):
+            self.dovecot.deliver(mail(n))
+        m = self.dovecot.imap()
+        m.select("INBOX")
+        self.assertEqual(m.uid("STORE", "2", "+FLAGS", "(\\Seen)")[0], "OK")
+        m.logout()
+        self.assertIn("added 3", self.sync().stdout)
+        m = self.dovecot.imap()
+        m.select("INBOX", readonly=True)
+        self.assertEqual(m.uid("SEARCH", "UNSEEN")[1][0].split(), [b"1", b"3"])
+        self.assertEqual(m.uid("SEARCH", "SEEN")[1][0].split(), [b"2"])
+        m.logout()
+
+    def test_a_folder_named_outside_ascii(self):
+        m = self.dovecot.imap()
+        self.assertEqual(m.create('"B&APw-ro"')[0], "OK")  # "Büro" in modified UTF-7
+        m.logout()
+        self.dovecot.append(mail(1), folder='"B&APw-ro"')
+        self.dovecot.deliver(mail(2))
+        config = self.write_config(name="utf7.toml", received='["INBOX", "Büro"]')
+        out = self.sync(config).stdout
+        self.assertIn("added 2 (INBOX 1, Büro 1, Sent 0)", out)
+        self.assertIn("added 0", self.sync(config).stdout)
+
+    def test_a_bad_idle_key_is_refused(self):
+        bad = self.sync(self.write_config(name="idle.toml", extra='idle = "yes"\n'), check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("connectors.imap[0].idle must be true or false", bad.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.data, "cortex.db")))
+
     def test_implicit_tls(self):
         self.dovecot.deliver(mail(1))
         config = self.write_config(name="imaps.toml")
@@ -398,8 +461,92 @@ class TestMailIn(ImapCase):
         self.assertIn("added 1", self.sync(config).stdout)
 
 
+def count(data, external_id):
+    return int(store_rows(data, "SELECT count(*) FROM episodes WHERE external_id ="
+                                f" '{external_id}'")[0][0])
+
+
+def wait_for(predicate, seconds):
+    """Seconds until `predicate()` held, or None if it did not within `seconds`."""
+    start = time.monotonic()
+    while time.monotonic() < start + seconds:
+        if predicate():
+            return time.monotonic() - start
+        time.sleep(0.05)
+    return None
+
+
 class TestMailWhileServing(ImapCase):
-    def test_new_mail_is_triaged_within_seconds(self):
+    def serve(self, extra):
+        config = self.write_config(name="serve.toml", extra=extra)
+        create_token(self.data, "alpha", "read")  # makes the data directory and workspace
+        server = Server(self.data, ["--config", config])
+        self.addCleanup(server.kill)
+        return server
+
+    def test_idle_brings_new_mail_within_seconds_and_survives_a_server_restart(self):
+        self.dovecot.deliver(mail(1))
+        # A pass every 5 minutes: only IDLE can bring mail in seconds.
+        server = self.serve("poll_seconds = 300\n")
+        self.assertIsNotNone(wait_for(lambda: count(self.data, "m1@h.example") == 1, 10),
+                             server.read_log())
+        self.assertIsNotNone(wait_for(lambda: "watching INBOX (IDLE)" in server.read_log(), 10))
+        took = []
+        for n in (2, 3):
+            self.dovecot.append(mail(n, subject="Urgent: server down",
+                                     body="The server is down. Call me."))
+            took.append(wait_for(lambda: count(self.data, f"m{n}@h.example") == 1, 5))
+            self.assertIsNotNone(took[-1], f"m{n} not stored within 5 s: " + server.read_log())
+            self.assertLess(took[-1], 2.5, server.read_log())
+        # It was triaged as it was stored.
+        rows = store_rows(self.data, "SELECT count(*) FROM notifications n JOIN episodes e ON"
+                                     " e.id = n.episode_id WHERE e.external_id = 'm3@h.example'")
+        self.assertEqual(rows, [("1",)])
+
+        # Dovecot goes away mid-IDLE; mail delivered while it is down, and mail appended
+        # after it is back, both arrive.
+        self.dovecot.stop()
+        self.dovecot.deliver(mail(4, body="Delivered while the server was down."))
+        time.sleep(1.5)
+        self.dovecot.start()
+        self.dovecot.append(mail(5, body="Appended after the restart."))
+        self.assertIsNotNone(wait_for(lambda: count(self.data, "m5@h.example") == 1, 15),
+                             server.read_log())
+        self.assertEqual(count(self.data, "m4@h.example"), 1)
+        self.assertIn("IDLE connection lost", server.read_log())
+        # Once watching again, mail is back to arriving in seconds.
+        self.assertIsNotNone(wait_for(lambda: server.read_log().count("watching INBOX (IDLE)")
+                                      >= 2, 10), server.read_log())
+        self.dovecot.append(mail(6))
+        took.append(wait_for(lambda: count(self.data, "m6@h.example") == 1, 5))
+        self.assertIsNotNone(took[-1], "m6 not stored within 5 s: " + server.read_log())
+        self.assertLess(took[-1], 2.5)
+        self.assertEqual(store_rows(self.data, "SELECT count(*), count(DISTINCT external_id)"
+                                               " FROM episodes"), [("6", "6")])
+        print(f"\nIDLE: new mail stored in {', '.join(f'{t:.2f}' for t in took)} s",
+              file=sys.stderr)
+        self.assertEqual(server.terminate(timeout=10), 0)
+
+
+    def test_idle_false_polls_a_server_that_has_idle(self):
+        server = self.serve("poll_seconds = 1\nidle = false\n")
+        self.dovecot.append(mail(1))
+        took = wait_for(lambda: count(self.data, "m1@h.example") == 1, 5)
+        self.assertIsNotNone(took, server.read_log())
+        self.assertNotIn("IDLE", server.read_log())
+        self.assertEqual(server.terminate(timeout=10), 0)
+
+
+class TestMailWithoutIdle(ImapCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="cortex-e2e-imap-")
+        # A server that does not offer IDLE (the capability list without it).
+        self.dovecot = Dovecot(self.tmp.name, extra_conf="imap_capability = IMAP4rev1 LITERAL+"
+                                                         " UIDPLUS\n")
+        self.data = os.path.join(self.tmp.name, "data")
+        self.config = self.write_config()
+
+    def test_new_mail_is_triaged_within_seconds_by_polling(self):
         self.dovecot.deliver(mail(1))
         config = self.write_config(name="serve.toml", extra="poll_seconds = 1\n")
         create_token(self.data, "alpha", "read")  # makes the data directory and workspace
@@ -422,6 +569,7 @@ class TestMailWhileServing(ImapCase):
                     break
                 time.sleep(0.1)
             self.assertIsNotNone(notified, "new mail not triaged within 5 s: " + server.read_log())
+            self.assertIn("the server offers no IDLE; reading every 1 s", server.read_log())
         finally:
             self.assertEqual(server.terminate(timeout=10), 0)
             server.kill()
