@@ -47,6 +47,8 @@ class InboxReader;
 class InboxWriter;
 class OAuthReader;
 class OAuthWriter;
+class McpCallsReader;
+class McpCallsWriter;
 
 class ReadTx {
  public:
@@ -69,6 +71,7 @@ class ReadTx {
   QuotasReader quotas() const;                // call counts, inference use, overrides
   InboxReader inbox() const;                  // web inbox sign-in links and sessions
   OAuthReader oauth() const;                  // OAuth clients, codes, refresh tokens
+  McpCallsReader calls() const;               // what MCP calls waiting on a client keep
 
  protected:
   TxState& s_;
@@ -93,6 +96,7 @@ class WriteTx : public ReadTx {
   QuotasWriter quotas() const;
   InboxWriter inbox() const;
   OAuthWriter oauth() const;
+  McpCallsWriter calls() const;
 };
 
 }  // namespace cortex
