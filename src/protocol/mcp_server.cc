@@ -348,9 +348,8 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
-    result = MaybeTask(params, *req.auth, out.tool, std::move(std::get<json>(called)),
-                       /*modern=*/true);
-    if (result.value("resultType", "") == "task") {
+    result = std::move(std::get<json>(called));
+    if (MaybeTask(params, *req.auth, out.tool, result, /*modern=*/true)) {
       out.text_is_structured = false;
       out.status = "task";
     }
@@ -460,9 +459,8 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
-    result = MaybeTask(params, auth, out.tool, std::move(std::get<json>(called)),
-                       /*modern=*/false);
-    if (result.contains("task")) {
+    result = std::move(std::get<json>(called));
+    if (MaybeTask(params, auth, out.tool, result, /*modern=*/false)) {
       out.text_is_structured = false;
       out.status = "task";
     }
@@ -621,9 +619,9 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     // A client that takes tasks is given one for a draft instead of the approval form: the
     // task carries the form, and also ends when a person decides elsewhere.
     ctx.client_elicits =
-        !DeclaresTasks(params) &&
         FormElicitation(ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object())
-                                             : json::object());
+                                             : json::object()) &&
+        !DeclaresTasks(params);
     ctx.input_responses = params.value("inputResponses", json(nullptr));
     if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {

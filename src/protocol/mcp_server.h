@@ -216,11 +216,11 @@ class McpServer {
   // Tasks (protocol/mcp_tasks.cc). Whether a 2026-07-28 request's client capabilities
   // declare the tasks extension.
   static bool DeclaresTasks(const nlohmann::json& params);
-  // A tools/call `result` of tool `tool`, or the CreateTaskResult that replaces it when
-  // the client takes tasks (`modern`: declared the extension; else asked with `task`) and
-  // the result leaves a draft waiting for approval.
-  nlohmann::json MaybeTask(const nlohmann::json& params, const AuthContext& auth,
-                           const std::string& tool, nlohmann::json result, bool modern);
+  // Replaces tools/call `result` of tool `tool` with a CreateTaskResult when the client
+  // takes tasks (`modern`: declared the extension; else asked with `task`) and the result
+  // leaves a draft waiting for approval: whether it did.
+  bool MaybeTask(const nlohmann::json& params, const AuthContext& auth, const std::string& tool,
+                 nlohmann::json& result, bool modern);
   // tasks/get, tasks/cancel, and tasks/update (2026-07-28) or tasks/result (2025-11-25);
   // nullopt if `method` is none of them. A 2025-11-25 tasks/result of a task still
   // waiting sets out.held_stream (TaskStreamNext) and answers null.

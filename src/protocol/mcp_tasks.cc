@@ -62,19 +62,19 @@ bool McpServer::DeclaresTasks(const json& params) {
   return ext != caps->end() && ext->is_object() && ext->contains(kTasksExtension);
 }
 
-json McpServer::MaybeTask(const json& params, const AuthContext& auth, const std::string& tool,
-                          json result, bool modern) {
+bool McpServer::MaybeTask(const json& params, const AuthContext& auth, const std::string& tool,
+                          json& result, bool modern) {
   // A draft left waiting for a person's approval (action.communicate's pending_approval),
   // for a client that takes tasks: one that declares the extension (2026-07-28), or asks
   // for one with the call's `task` parameter (2025-11-25).
   bool wants =
       modern ? DeclaresTasks(params) : params.contains("task") && params["task"].is_object();
-  if (!wants || result.value("isError", false)) return result;
+  if (!wants || result.value("isError", false)) return false;
   auto sc = result.find("structuredContent");
   if (sc == result.end() || !sc->is_object() ||
       sc->value("status", std::string()) != "pending_approval" ||
       sc->value("decision_id", std::string()).empty()) {
-    return result;
+    return false;
   }
   ActionResult pending;
   pending.status = "pending_approval";
@@ -85,12 +85,15 @@ json McpServer::MaybeTask(const json& params, const AuthContext& auth, const std
     // The draft is in the inbox all the same: the plain result says so.
     spdlog::warn("tools/call {}: no task for decision {}: {}", tool, pending.decision_id,
                  task.status().message());
-    return result;
+    return false;
   }
-  if (!modern) return json{{"task", LegacyTaskJson(*task)}};
-  json created = TaskJson(*task);
-  created["resultType"] = "task";
-  return created;
+  if (!modern) {
+    result = {{"task", LegacyTaskJson(*task)}};
+    return true;
+  }
+  result = TaskJson(*task);
+  result["resultType"] = "task";
+  return true;
 }
 
 std::optional<std::variant<json, RpcFailure>> McpServer::TaskMethod(
