@@ -417,6 +417,19 @@ TEST_F(McpServerTest, SessionCallAsksItsClientMidCallAndRunsAgainWithTheAnswer) 
   ASSERT_TRUE(refused.has_value());
   EXPECT_NE(refused->find("client_refused"), std::string::npos) << *refused;
   EXPECT_NE(refused->find("user declined"), std::string::npos) << *refused;
+
+  // A client that does not answer in time: the call ends with a tool error, and a late
+  // answer is not taken.
+  McpResponse late = post(call, sid, true);
+  std::string rid3 = late.requests[0]["id"];
+  std::string state3;
+  EXPECT_EQ(server_->HeldStreamNext(late.held_stream, state3), std::string());
+  clock_.Advance(std::chrono::minutes(11));
+  auto expired = server_->HeldStreamNext(late.held_stream, state3);
+  ASSERT_TRUE(expired.has_value());
+  EXPECT_NE(expired->find("client_did_not_answer"), std::string::npos) << *expired;
+  answer["id"] = rid3;
+  EXPECT_EQ(post(answer, sid, false).status, "answer_refused");
 }
 
 }  // namespace
