@@ -27,6 +27,7 @@
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/actions.h"
+#include "store/mcp_calls.h"
 #include "store/oauth.h"
 #include "store/outbox.h"
 #include "store/quotas.h"
@@ -128,6 +129,7 @@ class BackgroundWork {
     int64_t day = ToUnixMillis(now) / 86'400'000 - 2;
     Status st = store_.Write([&](WriteTx& tx) -> Status {
       CORTEX_RETURN_IF_ERROR(tx.sessions().DeleteIdle(now - limits::kSessionIdleExpiry));
+      CORTEX_RETURN_IF_ERROR(tx.calls().DeleteRoundsBefore(now));
       CORTEX_RETURN_IF_ERROR(tx.outbox().DeleteEventsBefore(now - kPushRetention));
       CORTEX_RETURN_IF_ERROR(tx.actions().DeleteIdempotentBefore(now - kIdempotencyKeyLifetime));
       // A day's grace: a code replayed just after it expired still revokes what it gave.

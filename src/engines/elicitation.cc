@@ -17,7 +17,44 @@ constexpr size_t kSecretBytes = 32;
 
 std::string ArgsHash(const json& args) { return Sha256Hex(DumpJson(args)); }
 
+std::string Question(const Action& action, const Entity& who) {
+  return "Send this message to " + who.name + " (" + action.recipient + ")?\n\n" + action.draft +
+         "\n\nApprove it (edit the text first if you like) or reject it.";
+}
+
 }  // namespace
+
+json ApprovalForm(const std::string& question, const std::string& draft) {
+  json schema = {{"type", "object"},
+                 {"properties",
+                  {{"decision",
+                    {{"type", "string"},
+                     {"title", "Send it?"},
+                     {"oneOf",
+                      {{{"const", "approve"}, {"title", "Approve and send"}},
+                       {{"const", "reject"}, {"title", "Reject"}}}}}},
+                   {"message",
+                    {{"type", "string"},
+                     {"title", "The message (edit before approving)"},
+                     {"default", draft}}},
+                   {"reason", {{"type", "string"}, {"title", "Why not (when rejecting)"}}}}},
+                 {"required", {"decision"}}};
+  return {{"method", "elicitation/create"},
+          {"params", {{"mode", "form"}, {"message", question}, {"requestedSchema", schema}}}};
+}
+
+Result<json> ApprovalRequest(Store& store, const std::string& ws, const std::string& decision_id) {
+  json form;
+  CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
+    auto action = tx.actions().FindByDecision(ws, decision_id);
+    if (!action.ok()) return action.status();
+    auto who = tx.entities().Get(ws, action->entity_id);
+    if (!who.ok()) return who.status();
+    form = ApprovalForm(Question(*action, *who), action->draft);
+    return Status::Ok();
+  }));
+  return form;
+}
 
 Result<InputRequired> AskInClient(Store& store, const Clock& clock, const std::string& ws,
                                   const std::string& token_id, const json& args,
@@ -38,30 +75,12 @@ Result<InputRequired> AskInClient(Store& store, const Clock& clock, const std::s
     if (!action.ok()) return action.status();
     auto who = tx.entities().Get(ws, action->entity_id);
     if (!who.ok()) return who.status();
-    question = "Send this message to " + who->name + " (" + action->recipient + ")?\n\n" +
-               action->draft + "\n\nApprove it (edit the text first if you like) or reject it.";
+    question = Question(*action, *who);
     return tx.inbox().InsertElicitation(e);
   });
   if (!st.ok()) return st;
-  json schema = {{"type", "object"},
-                 {"properties",
-                  {{"decision",
-                    {{"type", "string"},
-                     {"title", "Send it?"},
-                     {"oneOf",
-                      {{{"const", "approve"}, {"title", "Approve and send"}},
-                       {{"const", "reject"}, {"title", "Reject"}}}}}},
-                   {"message",
-                    {{"type", "string"},
-                     {"title", "The message (edit before approving)"},
-                     {"default", pending.draft}}},
-                   {"reason", {{"type", "string"}, {"title", "Why not (when rejecting)"}}}}},
-                 {"required", {"decision"}}};
   InputRequired out;
-  out.input_requests = {
-      {kApprovalInput,
-       {{"method", "elicitation/create"},
-        {"params", {{"mode", "form"}, {"message", question}, {"requestedSchema", schema}}}}}};
+  out.input_requests = {{kApprovalInput, ApprovalForm(question, pending.draft)}};
   out.request_state = e.id + "." + secret;
   return out;
 }
@@ -168,6 +187,20 @@ Result<ActionResult> Apply(Store& store, const Clock& clock, const ActionConfig&
 }
 
 }  // namespace
+
+Result<std::optional<ActionResult>> DecideByForm(Store& store, const Clock& clock,
+                                                 const ActionConfig& config, const std::string& ws,
+                                                 const std::string& decision_id, const Actor& by,
+                                                 const json& answer) {
+  auto a = ParseAnswer(answer);
+  if (!a.ok()) return a.status();
+  if (!a->decision) return std::optional<ActionResult>();
+  ActionEngine engine(store, clock, config);
+  auto r = *a->decision == "approve" ? engine.Approve(ws, decision_id, a->message, by)
+                                     : engine.Reject(ws, decision_id, a->reason, by);
+  if (!r.ok()) return r.status();
+  return std::optional(*r);
+}
 
 Result<ActionResult> AnswerInClient(Store& store, const Clock& clock, const ActionConfig& config,
                                     const std::string& ws, const std::string& token_id,

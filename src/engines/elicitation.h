@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "engines/actions.h"
+#include "engines/actor.h"
 #include "store/store.h"
 
 namespace cortex {
@@ -50,6 +51,21 @@ Result<ActionResult> AnswerInClient(Store& store, const Clock& clock, const Acti
                                     const std::string& ws, const std::string& token_id,
                                     const nlohmann::json& args, const std::string& request_state,
                                     const nlohmann::json& input_responses);
+
+// The approval form (an elicitation/create request) for a draft: `question` asked, with
+// `draft` as the message field's default.
+nlohmann::json ApprovalForm(const std::string& question, const std::string& draft);
+// The approval form of the draft of decision `decision_id` (of `ws`), as AskInClient puts it.
+Result<nlohmann::json> ApprovalRequest(Store& store, const std::string& ws,
+                                       const std::string& decision_id);
+// Applies a person's answer to the approval form (an ElicitResult) to the draft of
+// `decision_id`, by `by`: the result, or nullopt if the form was declined or cancelled
+// (nothing decided). InvalidArgument for an answer that is not the form's; Conflict if the
+// draft is no longer pending.
+Result<std::optional<ActionResult>> DecideByForm(Store& store, const Clock& clock,
+                                                 const ActionConfig& config, const std::string& ws,
+                                                 const std::string& decision_id, const Actor& by,
+                                                 const nlohmann::json& answer);
 
 // 2025-11-25 sessions: the held tools/call stream sent an elicitation/create request whose
 // id is the elicitation's; the client's JSON-RPC response (its `result`, or null for an

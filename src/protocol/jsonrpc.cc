@@ -50,6 +50,7 @@ std::variant<Message, Error> Parse(std::string_view body) {
     if (!m.is_notification && (doc.contains("result") || doc.contains("error"))) {
       m.is_response = true;
       if (auto r = doc.find("result"); r != doc.end()) m.result = *r;
+      if (auto e = doc.find("error"); e != doc.end()) m.error = *e;
       return m;
     }
     return Error{kInvalidRequest, "Invalid Request: \"method\" is required", {}};

@@ -37,6 +37,7 @@ struct Message {
   std::string method;
   nlohmann::json params;  // object, or null when absent
   nlohmann::json result;  // a response's result; null for an error response
+  nlohmann::json error;   // an error response's error object; null otherwise
 };
 
 // Parses `body` as exactly one JSON-RPC 2.0 message. Batches (arrays) are refused: no

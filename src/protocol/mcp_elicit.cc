@@ -22,7 +22,9 @@ constexpr std::string_view kHeld = "held:";
 
 }  // namespace
 
-bool McpServer::IsHeldStream(std::string_view stream) { return stream.rfind(kHeld, 0) == 0; }
+bool McpServer::IsHeldStream(std::string_view stream) {
+  return stream.rfind(kHeld, 0) == 0 || stream.rfind(kAskStream, 0) == 0 || IsTaskStream(stream);
+}
 
 McpResponse McpServer::HoldForAnswer(const AuthContext& auth, const json& id,
                                      const json& input_required, McpResponse out) {
@@ -41,6 +43,7 @@ McpResponse McpServer::HoldForAnswer(const AuthContext& auth, const json& id,
 McpResponse McpServer::TakeAnswer(const McpRequest& req, const rpc::Message& msg, McpResponse out) {
   out.method = "(response)";
   out.disposition = Disposition::kAccepted;
+  if (TakeClientResponse(req, msg, out)) return out;
   // Only answers to our elicitation requests mean anything; any other response is dropped,
   // as before (202).
   if (!msg.id.is_string() || !IsId(msg.id.get<std::string>(), "eli_") ||
@@ -70,6 +73,8 @@ McpResponse McpServer::TakeAnswer(const McpRequest& req, const rpc::Message& msg
 std::optional<std::string> McpServer::HeldStreamNext(const std::string& stream,
                                                      std::string& state) {
   if (state == "done") return std::nullopt;  // the result went out
+  if (stream.rfind(kAskStream, 0) == 0) return AskStreamNext(stream, state);
+  if (IsTaskStream(stream)) return TaskStreamNext(stream, state);
   std::string_view rest = std::string_view(stream).substr(kHeld.size());
   size_t a = rest.find(' '), b = rest.find(' ', a + 1);
   if (a == std::string_view::npos || b == std::string_view::npos) return std::nullopt;

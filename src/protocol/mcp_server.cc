@@ -8,6 +8,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "engines/mcp_tasks.h"
 #include "protocol/jsonrpc.h"
 #include "store/sessions.h"
 #include "store/workspaces.h"
@@ -15,11 +16,6 @@
 namespace cortex {
 
 using nlohmann::json;
-
-struct RpcFailure {
-  rpc::Error error;
-  Disposition disposition = Disposition::kReply;
-};
 
 namespace {
 
@@ -57,6 +53,9 @@ const char* MetricMethod(const std::string& m) {
                                        "completion/complete",
                                        "logging/setLevel",
                                        "subscriptions/listen",
+                                       "tasks/get",
+                                       "tasks/update",
+                                       "tasks/cancel",
                                        "notifications/initialized",
                                        "notifications/cancelled"};
   for (const char* k : kKnown) {
@@ -182,9 +181,11 @@ std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::s
     return HeaderMismatch("Mcp-Method header value '" + *req.method_header +
                           "' does not match body value '" + method + "'");
   }
-  const char* name_field = method == "tools/call" || method == "prompts/get" ? "name"
-                           : method == "resources/read"                      ? "uri"
-                                                                             : nullptr;
+  const char* name_field =
+      method == "tools/call" || method == "prompts/get"                               ? "name"
+      : method == "resources/read"                                                    ? "uri"
+      : method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel" ? "taskId"
+                                                                                      : nullptr;
   if (name_field == nullptr) return std::nullopt;
   if (!req.name_header) {
     if (required) return HeaderMismatch("Mcp-Name header is required");
@@ -331,8 +332,10 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
   json result;
   if (method == "server/discover") {
     // Resource updates reach a 2026-07-28 client on a subscriptions/listen stream.
+    json caps = Capabilities(/*subscribe=*/true);
+    caps["extensions"] = {{kTasksExtension, json::object()}};
     result = {{"supportedVersions", SupportedVersions()},
-              {"capabilities", Capabilities(/*subscribe=*/true)},
+              {"capabilities", std::move(caps)},
               {"ttlMs", kListTtlMs},
               {"cacheScope", "public"}};
     if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
@@ -350,6 +353,15 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(called));
+    if (MaybeTask(params, *req.auth, out.tool, result, /*modern=*/true)) {
+      out.text_is_structured = false;
+      out.status = "task";
+    }
+  } else if (auto tasks = TaskMethod(method, params, *req.auth, /*modern=*/true, req, id, out)) {
+    if (auto* f = std::get_if<RpcFailure>(&*tasks)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    result = std::move(std::get<json>(*tasks));
   } else if (auto served = CatalogMethod(method, params, *req.auth, out, /*modern=*/true)) {
     if (auto* f = std::get_if<RpcFailure>(&*served)) {
       return Fail(std::move(out), id, f->disposition, f->error);
@@ -438,8 +450,10 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}};
   } else if (method == "tools/call") {
-    // Asking the user needs the call's own event stream to send the request on.
-    bool elicits = session.client_elicits && req.accepts_stream;
+    // Asking the user needs the call's own event stream to send the request on. A client
+    // that asks for a task gets one for a draft instead (it carries the decision).
+    bool task = params.contains("task") && params["task"].is_object();
+    bool elicits = session.client_elicits && req.accepts_stream && !task;
     std::string log_level = session.log_level;
     if (req.transport == McpTransport::kStdio) {
       std::lock_guard<std::mutex> lock(stdio_mu_);
@@ -450,8 +464,17 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(called));
+    if (MaybeTask(params, auth, out.tool, result, /*modern=*/false)) {
+      out.text_is_structured = false;
+      out.status = "task";
+    }
     if (result.value("resultType", "") == "input_required") {
-      return HoldForAnswer(auth, id, result, std::move(out));
+      // action.communicate's approval form (its state names a stored elicitation) has a
+      // path of its own, which ends with the draft's standing even when unanswered.
+      if (result.value("requestState", "").rfind("eli_", 0) == 0) {
+        return HoldForAnswer(auth, id, result, std::move(out));
+      }
+      return AskClient(req, id, params, result, elicits, LogLevelIndex(log_level), std::move(out));
     }
   } else if ((method == "resources/subscribe" || method == "resources/unsubscribe") &&
              req.transport == McpTransport::kHttp) {
@@ -460,6 +483,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
       return Fail(std::move(out), id, f->disposition, f->error);
     }
     result = std::move(std::get<json>(done));
+  } else if (auto tasks = TaskMethod(method, params, auth, /*modern=*/false, req, id, out)) {
+    if (auto* f = std::get_if<RpcFailure>(&*tasks)) {
+      return Fail(std::move(out), id, f->disposition, f->error);
+    }
+    if (!out.held_stream.empty()) return out;  // tasks/result: when the task ends
+    result = std::move(std::get<json>(*tasks));
   } else if (method == "logging/setLevel") {
     auto set = SetLogLevel(req, params);
     if (auto* f = std::get_if<RpcFailure>(&set)) {
@@ -527,8 +556,12 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
     }
   }
   out.new_session_id = session_id;
+  json caps = Capabilities(transport == McpTransport::kHttp);
+  // 2025-11-25 tasks: a tools/call may ask for one (a draft waiting for approval is one).
+  caps["tasks"] = {{"cancel", json::object()},
+                   {"requests", {{"tools", {{"call", json::object()}}}}}};
   json result = {{"protocolVersion", version},
-                 {"capabilities", Capabilities(transport == McpTransport::kHttp)},
+                 {"capabilities", std::move(caps)},
                  {"serverInfo", server_info_}};
   if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
   return result;
@@ -536,7 +569,8 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
 
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
-                                                   bool session_elicits, int log_threshold) {
+                                                   bool session_elicits, int log_threshold,
+                                                   const json* answers) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -577,7 +611,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   // A tool never sees part of a large ingest batch, or builds on one: it waits for the
   // batch to land whole (Store::WriteInSteps); other workspaces' calls never wait.
   WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
-  if (json refused = AdmitCall(auth); !refused.is_null()) {
+  if (json refused = answers != nullptr ? json(nullptr) : AdmitCall(auth); !refused.is_null()) {
     out.status = refused["structuredContent"].value("error", std::string("tool_error"));
     return refused;
   }
@@ -586,8 +620,12 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
         out.notifications.push_back(std::move(n));
       }};
   if (modern) {
-    ctx.client_elicits = FormElicitation(
-        ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object()) : json::object());
+    // A client that takes tasks is given one for a draft instead of the approval form: the
+    // task carries the form, and also ends when a person decides elsewhere.
+    ctx.client_elicits =
+        FormElicitation(ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object())
+                                             : json::object()) &&
+        !DeclaresTasks(params);
     ctx.input_responses = params.value("inputResponses", json(nullptr));
     if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {
@@ -595,6 +633,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
     }
   }
   if (!modern) ctx.client_elicits = session_elicits;
+  if (answers != nullptr) {
+    ctx.input_responses = answers->value("inputResponses", json(nullptr));
+    ctx.request_state = answers->value("requestState", std::string());
+  }
   ctx.log_threshold = log_threshold;
   if (modern && ctx.meta.is_object()) {
     if (auto level = ctx.meta.find(kMetaLogLevel); level != ctx.meta.end() && level->is_string()) {

@@ -23,21 +23,19 @@
 #include "engines/actions.h"
 #include "engines/quotas.h"
 #include "engines/tokens.h"
+#include "protocol/jsonrpc.h"
 #include "store/store.h"
 #include "tools/registry.h"
 
 namespace cortex {
 
 inline constexpr const char* kModernVersion = "2026-07-28";
+// A held tools/call stream that AskClient opened: "ask:<the call, as JSON>".
+inline constexpr std::string_view kAskStream = "ask:";
 // Session-era versions we accept, newest first.
 inline constexpr const char* kLegacyVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 
 enum class McpTransport { kHttp, kStdio };
-
-struct RpcFailure;  // a JSON-RPC error and how to deliver it (mcp_server.cc)
-namespace rpc {
-struct Message;
-}
 
 // How the transport should deliver the answer. HTTP maps these to statuses; stdio only
 // writes the body, if any.
@@ -49,6 +47,12 @@ enum class Disposition {
   kUnknownSession,  // session era: no such session (expired, deleted, or not yours)
   kUnavailable,     // the store cannot answer now, or no session can be opened: retry later
   kLimited,         // over a cap of the caller's own (its workspace's or token's sessions)
+};
+
+// A JSON-RPC error and how to deliver it.
+struct RpcFailure {
+  rpc::Error error;
+  Disposition disposition = Disposition::kReply;
 };
 
 struct McpRequest {
@@ -179,10 +183,13 @@ class McpServer {
   // tools/call for either era (`modern`: 2026-07-28, where a tool may answer that it needs
   // input, and the client's capabilities are in _meta; `session_elicits`: the 2025-11-25
   // session's client declared elicitation). Fills out.tool and out.status.
+  // `answers`: a 2025-11-25 call run again with its client's answers to the requests it
+  // sent ({inputResponses, requestState}); not counted against quotas a second time.
   std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
                                                     const AuthContext& auth, McpResponse& out,
                                                     bool modern, bool session_elicits = false,
-                                                    int log_threshold = -1);
+                                                    int log_threshold = -1,
+                                                    const nlohmann::json* answers = nullptr);
   // resources/*, prompts/* and completion/complete for either era; nullopt if `method` is
   // none of them.
   std::optional<std::variant<nlohmann::json, RpcFailure>> CatalogMethod(
@@ -212,8 +219,40 @@ class McpServer {
   // held stream.
   McpResponse HoldForAnswer(const AuthContext& auth, const nlohmann::json& id,
                             const nlohmann::json& input_required, McpResponse out);
-  // A client's response to our elicitation/create request.
+  // A client's response to our elicitation/create request, or to a request AskClient sent.
   McpResponse TakeAnswer(const McpRequest& req, const rpc::Message& msg, McpResponse out);
+  // Any other 2025-11-25 input-required tool result (protocol/mcp_ask.cc): its input
+  // requests go to the client on the call's held stream, a round kept in the store; once
+  // every one is answered the tool runs again with the answers (and its request state),
+  // and its result, or its next round of requests, follows on the same stream.
+  McpResponse AskClient(const McpRequest& req, const nlohmann::json& id,
+                        const nlohmann::json& params, const nlohmann::json& input_required,
+                        bool elicits, int log_threshold, McpResponse out);
+  // Records a client's response to request `rpc_id` ("creq_.../key"): false if the id is
+  // not one of ours.
+  bool TakeClientResponse(const McpRequest& req, const rpc::Message& msg, McpResponse& out);
+  // HeldStreamNext for a stream AskClient opened.
+  std::optional<std::string> AskStreamNext(const std::string& stream, std::string& state);
+  // Stores a round of `input_requests` for the call (AskClient's): the requests to send.
+  Result<std::vector<nlohmann::json>> StartRound(const nlohmann::json& call,
+                                                 const nlohmann::json& input_requests,
+                                                 std::string& round_id);
+  // Tasks (protocol/mcp_tasks.cc). Whether a 2026-07-28 request's client capabilities
+  // declare the tasks extension.
+  static bool DeclaresTasks(const nlohmann::json& params);
+  // Replaces tools/call `result` of tool `tool` with a CreateTaskResult when the client
+  // takes tasks (`modern`: declared the extension; else asked with `task`) and the result
+  // leaves a draft waiting for approval: whether it did.
+  bool MaybeTask(const nlohmann::json& params, const AuthContext& auth, const std::string& tool,
+                 nlohmann::json& result, bool modern);
+  // tasks/get, tasks/cancel, and tasks/update (2026-07-28) or tasks/result (2025-11-25);
+  // nullopt if `method` is none of them. A 2025-11-25 tasks/result of a task still
+  // waiting sets out.held_stream (TaskStreamNext) and answers null.
+  std::optional<std::variant<nlohmann::json, RpcFailure>> TaskMethod(
+      const std::string& method, const nlohmann::json& params, const AuthContext& auth, bool modern,
+      const McpRequest& req, const nlohmann::json& rpc_id, McpResponse& out);
+  static bool IsTaskStream(std::string_view stream);
+  std::optional<std::string> TaskStreamNext(const std::string& stream, std::string& state);
   // Counts a tool call against the caller's quotas: null if admitted, else the
   // quota_exceeded (or store error) result to return instead.
   nlohmann::json AdmitCall(const AuthContext& auth);

@@ -458,5 +458,97 @@ TEST(JsonRpcTest, ParsesAndRefuses) {
   EXPECT_TRUE(resp.is_response);
 }
 
+// A 2025-11-25 tool that needs input: its request goes to the client on the call's stream,
+// the answer is taken only from the session that made the call, once, and the tool runs
+// again with it (protocol/mcp_ask.cc).
+TEST_F(McpServerTest, SessionCallAsksItsClientMidCallAndRunsAgainWithTheAnswer) {
+  ToolDef ask;
+  ask.name = "ask_name";
+  ask.description = "Asks the user's name";
+  ask.input_schema = {{"type", "object"}, {"properties", json::object()}};
+  ask.handler = [](ToolContext& ctx, const json&) {
+    if (!ctx.input_responses.is_object() || !ctx.input_responses.contains("who")) {
+      return ToolReply::InputRequired(
+          {{"who", {{"method", "elicitation/create"}, {"params", {{"message", "Name?"}}}}}},
+          "state-1");
+    }
+    EXPECT_EQ(ctx.request_state, "state-1");
+    return ToolReply::Ok({{"hello", ctx.input_responses["who"]["content"]["name"]}});
+  };
+  ASSERT_TRUE(registry_.Add(std::move(ask)).ok());
+  std::string sid = Open(McpTransport::kHttp, auth_).new_session_id;
+  std::string other = Open(McpTransport::kHttp, auth_).new_session_id;
+  auto post = [&](const json& msg, const std::string& session, bool stream) {
+    std::string body = msg.dump();
+    McpRequest req;
+    req.body = body;
+    req.transport = McpTransport::kHttp;
+    req.auth = &auth_;
+    req.session_id = session;
+    req.accepts_stream = stream;
+    return server_->Handle(req);
+  };
+  json call = {{"jsonrpc", "2.0"},
+               {"id", 7},
+               {"method", "tools/call"},
+               {"params", {{"name", "ask_name"}, {"arguments", json::object()}}}};
+
+  // Without an event stream there is nowhere to ask: a tool error, nothing held.
+  McpResponse json_only = post(call, sid, false);
+  EXPECT_TRUE(json_only.held_stream.empty());
+  EXPECT_EQ(json_only.body["result"]["structuredContent"]["error"], "client_input_unavailable");
+
+  McpResponse asked = post(call, sid, true);
+  ASSERT_FALSE(asked.held_stream.empty());
+  ASSERT_TRUE(McpServer::IsHeldStream(asked.held_stream));
+  ASSERT_EQ(asked.requests.size(), 1u);
+  EXPECT_EQ(asked.requests[0]["method"], "elicitation/create");
+  std::string rid = asked.requests[0]["id"];
+  EXPECT_EQ(rid.rfind("creq_", 0), 0u);
+  std::string state;
+  EXPECT_EQ(server_->HeldStreamNext(asked.held_stream, state), std::string());
+
+  json answer = {{"jsonrpc", "2.0"},
+                 {"id", rid},
+                 {"result", {{"action", "accept"}, {"content", {{"name", "Ann"}}}}}};
+  // Another session's response is not taken: still waiting.
+  EXPECT_EQ(post(answer, other, false).status, "answer_refused");
+  EXPECT_EQ(server_->HeldStreamNext(asked.held_stream, state), std::string());
+  // The caller's is, once.
+  McpResponse taken = post(answer, sid, false);
+  EXPECT_EQ(taken.disposition, Disposition::kAccepted);
+  EXPECT_EQ(taken.status, "ok");
+  EXPECT_EQ(post(answer, sid, false).status, "answer_refused");
+  auto sent = server_->HeldStreamNext(asked.held_stream, state);
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_NE(sent->find("\"id\":7"), std::string::npos) << *sent;
+  EXPECT_NE(sent->find("\"hello\":\"Ann\""), std::string::npos) << *sent;
+  EXPECT_FALSE(server_->HeldStreamNext(asked.held_stream, state).has_value());
+
+  // A client that answers with an error ends the call with a tool error saying so.
+  McpResponse again = post(call, sid, true);
+  std::string rid2 = again.requests[0]["id"];
+  post({{"jsonrpc", "2.0"}, {"id", rid2}, {"error", {{"code", -1}, {"message", "user declined"}}}},
+       sid, false);
+  std::string state2;
+  auto refused = server_->HeldStreamNext(again.held_stream, state2);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->find("client_refused"), std::string::npos) << *refused;
+  EXPECT_NE(refused->find("user declined"), std::string::npos) << *refused;
+
+  // A client that does not answer in time: the call ends with a tool error, and a late
+  // answer is not taken.
+  McpResponse late = post(call, sid, true);
+  std::string rid3 = late.requests[0]["id"];
+  std::string state3;
+  EXPECT_EQ(server_->HeldStreamNext(late.held_stream, state3), std::string());
+  clock_.Advance(std::chrono::minutes(11));
+  auto expired = server_->HeldStreamNext(late.held_stream, state3);
+  ASSERT_TRUE(expired.has_value());
+  EXPECT_NE(expired->find("client_did_not_answer"), std::string::npos) << *expired;
+  answer["id"] = rid3;
+  EXPECT_EQ(post(answer, sid, false).status, "answer_refused");
+}
+
 }  // namespace
 }  // namespace cortex

@@ -563,6 +563,49 @@ CREATE TABLE calendar_resources (
 -- passes"). Versions only grow, so each insert appends at the index's right edge.
 CREATE INDEX episodes_by_version ON episodes(workspace_id, world_version);
 )sql"},
+      {28, "requests a 2025-11-25 tools/call sends its client mid-call", R"sql(
+-- A tool that needs input (an input-required result) in a 2025-11-25 session sends its
+-- requests (elicitation/create, sampling/createMessage, roots/list) on the call's own event
+-- stream; the client POSTs each response, to any instance. A row holds one round: the keys
+-- still unanswered and the responses so far (JSON), for the session (stored id, SHA-256)
+-- and token it was sent to. id (creq_ + 128 random bits) is unguessable. Rows are kept
+-- until they expire (protocol/mcp_ask.cc).
+CREATE TABLE mcp_client_requests (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  session_id   TEXT NOT NULL,
+  token_id     TEXT NOT NULL,
+  pending      TEXT NOT NULL,
+  responses    TEXT NOT NULL,
+  created_at   INTEGER NOT NULL,
+  expires_at   INTEGER NOT NULL
+);
+CREATE INDEX mcp_client_requests_by_expiry ON mcp_client_requests(expires_at);
+)sql"},
+      {29, "MCP tasks (io.modelcontextprotocol/tasks)", R"sql(
+-- A 2026-07-28 tools/call from a client that declares the tasks extension may answer with
+-- a task instead of its result: an action.communicate draft waiting for a person's
+-- approval is one (input_required until a person decides, then completed or cancelled).
+-- The row is written before the reply. id is task_ + 128 random bits; every look-up names
+-- the workspace. status: working, input_required, completed, failed, cancelled; result and
+-- error are JSON (the tools/call result, the JSON-RPC error) once terminal. decision_id:
+-- the draft the task follows ('' for none). Rows go once expired (ttlMs after creation).
+CREATE TABLE mcp_tasks (
+  id             TEXT PRIMARY KEY,
+  workspace_id   TEXT NOT NULL REFERENCES workspaces(id),
+  token_id       TEXT NOT NULL,
+  tool           TEXT NOT NULL,
+  decision_id    TEXT NOT NULL,
+  status         TEXT NOT NULL,
+  status_message TEXT NOT NULL,
+  result         TEXT,
+  error          TEXT,
+  created_at     INTEGER NOT NULL,
+  updated_at     INTEGER NOT NULL,
+  expires_at     INTEGER NOT NULL
+);
+CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_at);
+)sql"},
   };
   return kMigrations;
 }

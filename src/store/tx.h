@@ -49,6 +49,8 @@ class OAuthReader;
 class OAuthWriter;
 class CalendarReader;
 class CalendarWriter;
+class McpCallsReader;
+class McpCallsWriter;
 
 class ReadTx {
  public:
@@ -72,6 +74,7 @@ class ReadTx {
   InboxReader inbox() const;                  // web inbox sign-in links and sessions
   OAuthReader oauth() const;                  // OAuth clients, codes, refresh tokens
   CalendarReader calendar() const;            // calendar connectors' occurrences
+  McpCallsReader calls() const;               // what MCP calls waiting on a client keep
 
  protected:
   TxState& s_;
@@ -97,6 +100,7 @@ class WriteTx : public ReadTx {
   InboxWriter inbox() const;
   OAuthWriter oauth() const;
   CalendarWriter calendar() const;
+  McpCallsWriter calls() const;
 };
 
 }  // namespace cortex

@@ -222,6 +222,97 @@ Status RegisterInputRequired(cortex::ToolRegistry& r) {
              }
              return ToolReply::InputRequired(std::move(requests), "");
            })));
+  // Tools of the 2025-11-25 scenarios that ask the client mid-call. Written as
+  // input-required results, as above: on the 2025 wire the protocol layer sends each input
+  // request to the client during the call and runs the tool again with the answers
+  // (protocol/mcp_ask.cc).
+  auto with_args = [](json properties, std::vector<std::string> required) {
+    return json{{"type", "object"}, {"properties", std::move(properties)}, {"required", required}};
+  };
+  CORTEX_RETURN_IF_ERROR(
+      r.Add(Tool("test_sampling", "Asks the client's model the prompt it is given",
+                 with_args({{"prompt", {{"type", "string"}}}}, {"prompt"}),
+                 [](ToolContext& ctx, const json& args) {
+                   if (!Answered(ctx, "sample")) {
+                     return ToolReply::InputRequired({{"sample", Sample(args.at("prompt"))}}, "");
+                   }
+                   const json& answer = ctx.input_responses["sample"];
+                   std::string text = answer.contains("content") && answer["content"].is_object()
+                                          ? answer["content"].value("text", "")
+                                          : "";
+                   return TextReply("LLM response: " + text);
+                 })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      Tool("test_elicitation", "Asks the user for a username and an email",
+           with_args({{"message", {{"type", "string"}}}}, {"message"}),
+           [](ToolContext& ctx, const json& args) {
+             if (!Answered(ctx, "info")) {
+               json schema = {
+                   {"type", "object"},
+                   {"properties",
+                    {{"username", {{"type", "string"}, {"description", "User's response"}}},
+                     {"email", {{"type", "string"}, {"description", "User's email address"}}}}},
+                   {"required", {"username", "email"}}};
+               return ToolReply::InputRequired(
+                   {{"info",
+                     {{"method", "elicitation/create"},
+                      {"params", {{"message", args.at("message")}, {"requestedSchema", schema}}}}}},
+                   "");
+             }
+             const json& answer = ctx.input_responses["info"];
+             return TextReply("User response: action=" + answer.value("action", std::string()) +
+                              ", content=" + answer.value("content", json::object()).dump());
+           })));
+  auto elicit_form = [](const char* name, const char* description, json properties) {
+    return Tool(name, description, NoArgs(), [properties](ToolContext& ctx, const json&) {
+      if (!Answered(ctx, "form")) {
+        return ToolReply::InputRequired(
+            {{"form",
+              {{"method", "elicitation/create"},
+               {"params",
+                {{"message", "Please review and update the form fields"},
+                 {"requestedSchema", {{"type", "object"}, {"properties", properties}}}}}}}},
+            "");
+      }
+      const json& answer = ctx.input_responses["form"];
+      return TextReply("Elicitation completed: action=" + answer.value("action", std::string()) +
+                       ", content=" + answer.value("content", json::object()).dump());
+    });
+  };
+  CORTEX_RETURN_IF_ERROR(r.Add(elicit_form(
+      "test_elicitation_sep1034_defaults", "Asks with a form whose fields have defaults",
+      {{"name", {{"type", "string"}, {"default", "John Doe"}}},
+       {"age", {{"type", "integer"}, {"default", 30}}},
+       {"score", {{"type", "number"}, {"default", 95.5}}},
+       {"status",
+        {{"type", "string"}, {"enum", {"active", "inactive", "pending"}}, {"default", "active"}}},
+       {"verified", {{"type", "boolean"}, {"default", true}}}})));
+  auto titled = [](json pairs) {
+    json out = json::array();
+    for (const auto& p : pairs) out.push_back({{"const", p[0]}, {"title", p[1]}});
+    return out;
+  };
+  CORTEX_RETURN_IF_ERROR(r.Add(elicit_form(
+      "test_elicitation_sep1330_enums", "Asks with a form of every kind of enum",
+      {{"untitledSingle", {{"type", "string"}, {"enum", {"option1", "option2", "option3"}}}},
+       {"titledSingle",
+        {{"type", "string"},
+         {"oneOf", titled(json::array({{"value1", "First Option"},
+                                       {"value2", "Second Option"},
+                                       {"value3", "Third Option"}}))}}},
+       {"legacyEnum",
+        {{"type", "string"},
+         {"enum", {"opt1", "opt2", "opt3"}},
+         {"enumNames", {"Option One", "Option Two", "Option Three"}}}},
+       {"untitledMulti",
+        {{"type", "array"},
+         {"items", {{"type", "string"}, {"enum", {"option1", "option2", "option3"}}}}}},
+       {"titledMulti",
+        {{"type", "array"},
+         {"items",
+          {{"anyOf", titled(json::array({{"value1", "First Choice"},
+                                         {"value2", "Second Choice"},
+                                         {"value3", "Third Choice"}}))}}}}}})));
   // Diagnostic tools of the server-stateless scenario.
   ToolDef needs_sampling =
       Tool("test_missing_capability", "Needs the client's sampling capability", NoArgs(),

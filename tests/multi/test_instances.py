@@ -26,6 +26,9 @@ and check what a user of such a deployment relies on:
   * a 2026-07-28 `subscriptions/listen` stream on each instance is told, within a second,
     of a draft proposed through the other and of an interrupt_now message ingested through
     the other.
+  * a task made through A (a draft, io.modelcontextprotocol/tasks) is read through B at
+    once, completed on both when a person approves through B, and not found by another
+    workspace's token.
 
 Delivery goes through the webhook connector to a receiver in this process that checks the
 signature and records every POST with its Idempotency-Key.
@@ -959,3 +962,48 @@ class TestListenAcrossInstances(MultiTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# --------------------------------------------------------------------------------------------
+# 8. A task created through A is followed through B (io.modelcontextprotocol/tasks)
+# --------------------------------------------------------------------------------------------
+
+class TestTaskAcrossInstances(MultiTest):
+    TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+    def rpc(self, inst, token, method, params, name):
+        params = dict(params)
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN,
+                           "io.modelcontextprotocol/clientCapabilities": self.TASKS}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                           "params": params}).encode()
+        status, h, data = http_request(inst.port, "POST", "/mcp", body, {
+            "Content-Type": "application/json", "Accept": "application/json",
+            "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": method, "Mcp-Name": name})
+        return rpc_body(data, h.get("content-type"))
+
+    def test_a_task_made_on_a_is_read_and_completed_through_b(self):
+        A, B = M["A"], M["B"]
+        token = create_token(M["db"], "tasks")
+        person = create_token(M["db"], "tasks", "read,approve", label="person")
+        created = self.rpc(A, token, "tools/call", {
+            "name": "action.communicate",
+            "arguments": {"to": "pat@tasks.example", "message": "Can we meet on Friday?"}},
+            "action.communicate")["result"]
+        self.assertEqual(created["resultType"], "task", created)
+        task_id = created["taskId"]
+        # Written before the reply: B reads it at once.
+        got = self.rpc(B, token, "tasks/get", {"taskId": task_id}, task_id)["result"]
+        self.assertEqual(got["status"], "input_required", got)
+        did = next(w.strip("().") for w in got["statusMessage"].split() if w.startswith("dec_"))
+        ok(B, person, "action.approve", {"decision_id": did})
+        for inst in (A, B):
+            got = self.rpc(inst, token, "tasks/get", {"taskId": task_id}, task_id)["result"]
+            self.assertEqual(got["status"], "completed", f"through {inst.name}: {got}")
+            self.assertEqual(got["result"]["structuredContent"]["decision_id"], did)
+        # Another workspace's token finds nothing, through either instance.
+        other = create_token(M["db"], "tasks-other")
+        for inst in (A, B):
+            doc = self.rpc(inst, other, "tasks/get", {"taskId": task_id}, task_id)
+            self.assertEqual(doc["error"]["code"], -32602, doc)

@@ -1,0 +1,74 @@
+// The MCP calls area: what a tools/call that waits on its client keeps between messages
+// (the requests a 2025-11-25 call sent its client mid-call). Rows belong to a workspace;
+// every look-up names it, so another workspace's id is simply not found.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/status.h"
+#include "core/time.h"
+#include "store/tx.h"
+
+namespace cortex {
+
+// One round of requests a 2025-11-25 tools/call sent its client (protocol/mcp_ask.cc).
+struct ClientRequestRound {
+  std::string id;  // creq_...
+  std::string workspace_id;
+  std::string session_id;  // the session's stored id (SHA-256 of the one the client holds)
+  std::string token_id;    // the token the call was made with: only it may answer
+  nlohmann::json pending = nlohmann::json::array();     // keys not answered yet
+  nlohmann::json responses = nlohmann::json::object();  // key -> the client's result
+  TimePoint created_at;
+  TimePoint expires_at;
+};
+
+// A task of the io.modelcontextprotocol/tasks extension (engines/mcp_tasks.h).
+struct McpTask {
+  std::string id;  // task_...
+  std::string workspace_id;
+  std::string token_id;  // the token whose call created it
+  std::string tool;
+  std::string decision_id;  // the draft it follows, or ""
+  std::string status;       // working, input_required, completed, failed, cancelled
+  std::string status_message;
+  nlohmann::json result;  // completed: the tool's result (an ActionResult, as JSON)
+  nlohmann::json error;   // failed: the JSON-RPC error; null otherwise
+  TimePoint created_at;
+  TimePoint updated_at;
+  TimePoint expires_at;
+};
+
+class McpCallsReader {
+ public:
+  explicit McpCallsReader(TxState& s) : s_(s) {}
+  // Round `id` of `ws`. NotFound if none.
+  Result<ClientRequestRound> GetRound(const std::string& ws, const std::string& id);
+  // Task `id` of `ws`. NotFound if none.
+  Result<McpTask> GetTask(const std::string& ws, const std::string& id);
+
+ protected:
+  TxState& s_;
+};
+
+class McpCallsWriter : public McpCallsReader {
+ public:
+  using McpCallsReader::McpCallsReader;
+  Status InsertRound(const ClientRequestRound& r);
+  // Records the response to `key` of round `id` of `ws`: false if the key is not pending
+  // (answered already, also by a concurrent answer on PostgreSQL, or never asked).
+  Result<bool> AnswerRound(const std::string& ws, const std::string& id, const std::string& key,
+                           const nlohmann::json& response);
+  Status InsertTask(const McpTask& t);
+  // Moves task `t.id` (of t.workspace_id) from status `from` to t's status, message, result
+  // and error: false if it was not in `from` (another instance moved it first).
+  Result<bool> UpdateTask(const McpTask& t, const std::string& from);
+  // Drops rounds and tasks that expired before `before`.
+  Status DeleteRoundsBefore(TimePoint before);
+};
+
+inline McpCallsReader ReadTx::calls() const { return McpCallsReader(s_); }
+inline McpCallsWriter WriteTx::calls() const { return McpCallsWriter(s_); }
+
+}  // namespace cortex
