@@ -6,6 +6,8 @@
 #include <iostream>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "app.h"
 #include "cli/commands.h"
 #include "core/log.h"
