@@ -33,6 +33,13 @@ bool FormElicitation(const json& caps) {
   auto e = caps.find("elicitation");
   return e != caps.end() && e->is_object() && (e->empty() || e->contains("form"));
 }
+// The same, of the capabilities a 2026-07-28 request's `_meta` declares (read in place: a
+// call does not copy them).
+bool FormElicitationIn(const json& meta) {
+  if (!meta.is_object()) return false;
+  auto caps = meta.find(kMetaCapabilities);
+  return caps != meta.end() && FormElicitation(*caps);
+}
 // How long a client may cache tools/list and server/discover (the tool set changes only
 // with a new release of the server).
 constexpr int64_t kListTtlMs = 3'600'000;
@@ -622,10 +629,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (modern) {
     // A client that takes tasks is given one for a draft instead of the approval form: the
     // task carries the form, and also ends when a person decides elsewhere.
-    ctx.client_elicits =
-        FormElicitation(ctx.meta.is_object() ? ctx.meta.value(kMetaCapabilities, json::object())
-                                             : json::object()) &&
-        !DeclaresTasks(params);
+    ctx.client_elicits = FormElicitationIn(ctx.meta) && !DeclaresTasks(params);
     ctx.input_responses = params.value("inputResponses", json(nullptr));
     if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {
@@ -845,9 +849,7 @@ std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std
         out.notifications.push_back(std::move(n));
       }};
   if (modern) {  // a prompt, like a tool, may ask the client for input first
-    if (ctx.meta.is_object()) {
-      ctx.client_elicits = FormElicitation(ctx.meta.value(kMetaCapabilities, json::object()));
-    }
+    ctx.client_elicits = FormElicitationIn(ctx.meta);
     ctx.input_responses = params.value("inputResponses", json(nullptr));
     if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
     if (params.contains("requestState") && params["requestState"].is_string()) {
