@@ -3,6 +3,7 @@
 // ingest input or nothing, and a parsed subject never holds a line break.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "connectors/mime.h"
@@ -20,6 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (lines.empty()) return 0;
   fuzz::FuzzWorld& w = fuzz::World();
   auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);
-  if (!report.ok()) std::abort();  // the connector made a line ingest refuses
+  if (!report.ok()) {  // the connector made a line ingest refuses
+    std::fprintf(stderr, "ingest refused: %s\n%s\n", report.status().message().c_str(),
+                 lines.c_str());
+    std::abort();
+  }
   return 0;
 }

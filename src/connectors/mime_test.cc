@@ -174,6 +174,13 @@ TEST(MailEpisodeLines, TheServersDateComesFirstThenTheHeaderThenNow) {
   EXPECT_EQ(occurred(dated, internal), "2026-12-04T08:30:00Z");
   EXPECT_EQ(occurred(dated, std::nullopt), "2026-12-03T10:00:00Z");
   EXPECT_EQ(occurred(undated, std::nullopt), "2001-09-09T01:46:40Z");
+  // A time ingest refuses (after 2200) is passed over (found by fuzz_mime).
+  std::string far =
+      "From: a@h.example\r\nSubject: x\r\nDate: Thu, 03 Dec 2226 07:00:00 +0000"
+      "\r\n\r\nhi\r\n";
+  EXPECT_EQ(occurred(far, std::nullopt), "2001-09-09T01:46:40Z");
+  TimePoint year_2226 = *ParseTime("2026-12-04T08:30:00Z") + std::chrono::hours(24 * 365 * 200);
+  EXPECT_EQ(occurred(dated, year_2226), "2026-12-03T10:00:00Z");
 }
 
 TEST(ImapMailboxName, ModifiedUtf7AsRfc3501WritesIt) {

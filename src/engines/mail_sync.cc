@@ -106,9 +106,15 @@ std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
     body += "\n\n[attachments: " + names + "]";
   }
   std::string external_id = ExternalId(m, raw);
+  // The server's INTERNALDATE, else the Date header, else now: the first that ingest takes
+  // (ParseTime: 1970 to 2200; a Date of 2226 is a sender's error, not a reason to refuse).
+  auto usable = [](const std::optional<TimePoint>& t) {
+    return t.has_value() && ParseTime(FormatTime(*t)).ok();
+  };
+  TimePoint occurred = usable(internal_date) ? *internal_date : usable(m.date) ? *m.date : now;
   json e = {{"type", "episode"},
             {"kind", kind},
-            {"occurred_at", FormatTime(internal_date ? *internal_date : m.date.value_or(now))},
+            {"occurred_at", FormatTime(occurred)},
             {"counterparty", *ident},
             {"channel", "email"},
             {"subject", Utf8Prefix(m.subject, kMaxSubjectBytes)},
