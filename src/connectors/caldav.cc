@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/json_text.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -128,29 +129,6 @@ Result<Reply> Request(const CalendarAccount& account, const std::string& method,
   return reply;
 }
 
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // 20261102T090000Z, as CalDAV's time-range wants it.
 std::string CalDavTime(TimePoint t) {
   std::string s = FormatTime(t);  // 2026-11-02T09:00:00Z or with .mmm
@@ -268,7 +246,7 @@ Result<std::vector<CalendarResource>> GetCalendarEvents(const CalendarAccount& a
         "<C:calendar-multiget xmlns:D=\"DAV:\" xmlns:C=\"urn:ietf:params:xml:ns:caldav\">"
         "<D:prop><D:getetag/><C:calendar-data/></D:prop>";
     for (size_t j = i; j < std::min(i + kMultigetBatch, hrefs.size()); ++j) {
-      body += "<D:href>" + XmlEscape(hrefs[j]) + "</D:href>";
+      body += "<D:href>" + MarkupEscape(hrefs[j]) + "</D:href>";
     }
     body += "</C:calendar-multiget>";
     auto reply = Request(account, "REPORT", body);

@@ -183,6 +183,13 @@ TEST(JsonTextTest, DumpJsonWritesAKnownSubtreeFromItsText) {
 // ParseJson (simdjson, with nlohmann behind it) accepts exactly what nlohmann accepts and
 // builds the same tree, types included: on valid documents, on each with one byte edited,
 // and on the cases where the two parsers differ on their own.
+TEST(JsonTextTest, MarkupEscapeLeavesNoMarkup) {
+  // An app name on the consent page, an href in a CalDAV request body.
+  EXPECT_EQ(MarkupEscape("<b onclick='x'>\"Tom & Jerry\"</b>"),
+            "&lt;b onclick=&#39;x&#39;&gt;&quot;Tom &amp; Jerry&quot;&lt;/b&gt;");
+  EXPECT_EQ(MarkupEscape("/dav/me/work/event 1.ics"), "/dav/me/work/event 1.ics");
+}
+
 TEST(JsonTextTest, ParseJsonReadsWhatNlohmannReads) {
   using nlohmann::json;
   RandomJson random(20261202);

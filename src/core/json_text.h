@@ -44,6 +44,9 @@ bool IsValidUtf8(std::string_view s);
 // ASCII lowercase.
 std::string AsciiLower(std::string_view s);
 
+// `s` safe as HTML or XML text or attribute value: & < > " ' escaped.
+std::string MarkupEscape(std::string_view s);
+
 // The longest prefix of `s` of at most `max_bytes` bytes that does not split a UTF-8
 // character.
 std::string Utf8Prefix(std::string_view s, size_t max_bytes);

@@ -123,16 +123,8 @@ bool McpServer::TakeClientResponse(const McpRequest& req, const rpc::Message& ms
   size_t slash = rid.find('/');
   if (rid.rfind(kRoundPrefix, 0) != 0 || slash == std::string::npos) return false;
   if (req.transport != McpTransport::kHttp || !req.session_id) return true;  // dropped
+  if (!ResponderSessionLive(req, out)) return true;
   const AuthContext& auth = *req.auth;
-  auto live = SessionExists(*req.session_id, auth);
-  if (!live.ok() || !*live) {
-    out.status = live.ok() ? "session_not_found" : "unavailable";
-    out.disposition = live.ok() ? Disposition::kUnknownSession : Disposition::kUnavailable;
-    out.body = rpc::MakeError(nullptr, {live.ok() ? rpc::kSessionNotFound : rpc::kInternalError,
-                                        live.ok() ? "Session not found" : "Service unavailable",
-                                        {}});
-    return true;
-  }
   std::string round_id = rid.substr(0, slash), key = rid.substr(slash + 1);
   json response;
   if (!msg.error.is_null()) {

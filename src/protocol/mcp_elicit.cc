@@ -40,6 +40,17 @@ McpResponse McpServer::HoldForAnswer(const AuthContext& auth, const json& id,
   return out;
 }
 
+bool McpServer::ResponderSessionLive(const McpRequest& req, McpResponse& out) {
+  auto live = SessionExists(*req.session_id, *req.auth);
+  if (live.ok() && *live) return true;
+  out.status = live.ok() ? "session_not_found" : "unavailable";
+  out.disposition = live.ok() ? Disposition::kUnknownSession : Disposition::kUnavailable;
+  out.body = rpc::MakeError(nullptr, {live.ok() ? rpc::kSessionNotFound : rpc::kInternalError,
+                                      live.ok() ? "Session not found" : "Service unavailable",
+                                      {}});
+  return false;
+}
+
 McpResponse McpServer::TakeAnswer(const McpRequest& req, const rpc::Message& msg, McpResponse out) {
   out.method = "(response)";
   out.disposition = Disposition::kAccepted;
@@ -50,16 +61,8 @@ McpResponse McpServer::TakeAnswer(const McpRequest& req, const rpc::Message& msg
       req.transport != McpTransport::kHttp || !req.session_id) {
     return out;
   }
+  if (!ResponderSessionLive(req, out)) return out;
   const AuthContext& auth = *req.auth;
-  auto live = SessionExists(*req.session_id, auth);
-  if (!live.ok() || !*live) {
-    out.status = live.ok() ? "session_not_found" : "unavailable";
-    out.disposition = live.ok() ? Disposition::kUnknownSession : Disposition::kUnavailable;
-    out.body = rpc::MakeError(nullptr, {live.ok() ? rpc::kSessionNotFound : rpc::kInternalError,
-                                        live.ok() ? "Session not found" : "Service unavailable",
-                                        {}});
-    return out;
-  }
   Status st = AnswerElicitationRequest(store_, clock_, actions_, auth.workspace_id, auth.token_id,
                                        msg.id, msg.result);
   if (!st.ok()) {

@@ -231,6 +231,10 @@ class McpServer {
   // Records a client's response to request `rpc_id` ("creq_.../key"): false if the id is
   // not one of ours.
   bool TakeClientResponse(const McpRequest& req, const rpc::Message& msg, McpResponse& out);
+  // Whether the HTTP session a client's response came in is live and the caller's; if not,
+  // `out` is the refusal (session not found, or unavailable when the store cannot tell).
+  // REQUIRES: req.session_id and req.auth are set.
+  bool ResponderSessionLive(const McpRequest& req, McpResponse& out);
   // HeldStreamNext for a stream AskClient opened.
   std::optional<std::string> AskStreamNext(const std::string& stream, std::string& state);
   // Stores a round of `input_requests` for the call (AskClient's): the requests to send.

@@ -25,32 +25,6 @@ std::string_view QueryOf(std::string_view target) {
   return q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
 }
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // Answers of the endpoints a client calls (metadata, registration, token, revocation):
 // public, never cached when they carry a secret, readable by a browser-based client.
 HttpResponse JsonAnswer(int status, const json& body) {
@@ -87,7 +61,7 @@ HttpResponse Page(int status, const std::string& title, const std::string& body,
       "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       "<title>" +
-      Escape(title) +
+      MarkupEscape(title) +
       " - Cortex</title><link rel=\"stylesheet\" href=\"/inbox/inbox.css\"></head>"
       "<body><main class=\"consent\">" +
       body + "</main></body></html>";
@@ -126,7 +100,7 @@ std::string FormTarget(const std::string& uri) {
 HttpResponse BadRequestPage(const std::string& why, RequestLog& log) {
   log.status = "invalid_request";
   return Page(400, "Request refused",
-              "<h1>This app's request cannot be used</h1><p>" + Escape(why) +
+              "<h1>This app's request cannot be used</h1><p>" + MarkupEscape(why) +
                   ".</p><p>Nothing was shared with it. Try connecting the app again.</p>");
 }
 
@@ -257,16 +231,16 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
       HttpResponse r = Page(200, "Signing in", "<p>Checking your inbox session...</p>");
       r.body.insert(r.body.find("</head>"),
                     "<meta http-equiv=\"refresh\" content=\"0;url=" +
-                        Escape(std::string(req.target) + "&cortex_retry=1") + "\">");
+                        MarkupEscape(std::string(req.target) + "&cortex_retry=1") + "\">");
       return r;
     }
     log.status = "unauthorized";
     return Page(401, "Sign in",
-                "<h1>Sign in to Cortex first</h1><p><strong>" + Escape(ask.client_name) +
+                "<h1>Sign in to Cortex first</h1><p><strong>" + MarkupEscape(ask.client_name) +
                     "</strong> asks to connect to your Cortex. To decide, sign in to your "
                     "inbox in this browser: run</p><pre>cortex inbox link --workspace NAME "
                     "--base-url " +
-                    Escape(base) +
+                    MarkupEscape(base) +
                     "</pre><p>open the link it prints, then come back and reload this "
                     "page.</p>");
   }
@@ -275,7 +249,7 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
     auto it = params->find(field);
     if (it == params->end()) continue;
     hidden += "<input type=\"hidden\" name=\"" + std::string(field) + "\" value=\"" +
-              Escape(it->second) + "\">";
+              MarkupEscape(it->second) + "\">";
   }
   hidden += "<input type=\"hidden\" name=\"csrf\" value=\"" + InboxCsrfToken(secret) + "\">";
   std::string scopes;
@@ -291,9 +265,9 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
   std::string redirect_host = FormTarget(ask.redirect_uri);
   return Page(
       200, "Connect " + ask.client_name,
-      "<h1>Connect <span id=\"client-name\">" + Escape(ask.client_name) +
-          "</span> to your Cortex?</h1><p>Workspace <strong>" + Escape(person->workspace_name) +
-          "</strong>. After you decide, your browser goes back to <code>" + Escape(redirect_host) +
+      "<h1>Connect <span id=\"client-name\">" + MarkupEscape(ask.client_name) +
+          "</span> to your Cortex?</h1><p>Workspace <strong>" + MarkupEscape(person->workspace_name) +
+          "</strong>. After you decide, your browser goes back to <code>" + MarkupEscape(redirect_host) +
           "</code>.</p><form method=\"post\" action=\"/inbox/authorize\">" + hidden +
           "<p>It asks to:</p><ul class=\"scopes\">" + scopes +
           "</ul><p>You can disconnect it at any time in the inbox or with "
