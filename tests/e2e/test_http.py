@@ -300,6 +300,21 @@ def modern(method, params=None, id=1, token=_DEFAULT, version=MODERN, caps=True,
     return rpc(method, p, id=id, token=token, headers=h, conn=conn)
 
 
+def decisions_of(token, decision_class):
+    """Every decision of `decision_class` that `token`'s workspace holds (all pages)."""
+    out, cursor = [], None
+    while True:
+        args = {"decision_class": decision_class, "limit": 100}
+        if cursor:
+            args["cursor"] = cursor
+        r = call_tool("decision.list", args, token=token)
+        page = r.json()["result"]["structuredContent"]
+        out += page["decisions"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return out
+
+
 def call_tool(name, arguments=None, token=_DEFAULT, id=7):
     params = {"name": name}
     if arguments is not None:
@@ -1022,6 +1037,20 @@ class TestApprovalsComeFromAPerson(unittest.TestCase, RpcAsserts):
     also drafts). The ledger names the token that approved or rejected; a rejection never
     turns a counterparty off; an action that no rule speaks for is explained by its trust."""
 
+    @classmethod
+    def tearDownClass(cls):
+        # An approved message is delivered in the background, and its delivery records a
+        # message_sent episode in alpha: wait for every delivery, so that later classes that
+        # count alpha's episodes (TestIngest) are not raced by one.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            executed = [d for d in decisions_of(SRV["alpha_ro"], "action_proposed")
+                        if d["status"] == "executed"]
+            if not executed:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"deliveries still pending after 15 s: {executed}")
+
     def meet(self, name, address, history=()):
         """A counterparty new to alpha (and to this test), with `history` episodes."""
         lines = [{"type": "entity", "name": name, "identifiers": [address]}, *history]
@@ -1048,18 +1077,10 @@ class TestApprovalsComeFromAPerson(unittest.TestCase, RpcAsserts):
         return sc
 
     def status(self, decision_id):
-        cursor = None
-        while True:
-            args = {"decision_class": "action_proposed", "limit": 100}
-            if cursor:
-                args["cursor"] = cursor
-            page = self.call_ok("decision.list", args, SRV["alpha_ro"])
-            for d in page["decisions"]:
-                if d["decision_id"] == decision_id:
-                    return d["status"]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return None
+        for d in decisions_of(SRV["alpha_ro"], "action_proposed"):
+            if d["decision_id"] == decision_id:
+                return d["status"]
+        self.fail(f"{decision_id} is not among alpha's action_proposed decisions")
 
     def inspect(self, decision_id):
         return self.call_ok("decision.inspect", {"decision_id": decision_id}, SRV["alpha_ro"])
