@@ -76,6 +76,16 @@ void LogToClient(ToolContext& ctx, std::string_view level, json data) {
               {"params", {{"level", std::string(level)}, {"logger", "cortex"}, {"data", data}}}});
 }
 
+void ReportProgress(ToolContext& ctx, double progress, std::optional<double> total,
+                    std::string_view message) {
+  json token = ctx.meta.is_object() ? ctx.meta.value("progressToken", json()) : json();
+  if (!(token.is_string() || token.is_number()) || !ctx.notify) return;
+  json params = {{"progressToken", token}, {"progress", progress}};
+  if (total) params["total"] = *total;
+  if (!message.empty()) params["message"] = std::string(message);
+  ctx.notify({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", params}});
+}
+
 bool ToolRegistry::Has(const std::string& name) const { return Find(name) != nullptr; }
 
 bool ToolRegistry::IsReadOnly(std::string_view name) const {

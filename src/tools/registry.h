@@ -3,8 +3,11 @@
 // validated against the tool's inputSchema before its handler runs.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,7 +40,21 @@ struct ToolContext {
   // kLogLevels): logging/setLevel in a 2025-11-25 session, _meta's logLevel in a
   // 2026-07-28 request. -1: it asked for none.
   int log_threshold = -1;
+  // Set once the client gives the call up (notifications/cancelled naming it, tasks/cancel
+  // of its task): a long tool checks it (Cancelled) between steps and stops, leaving nothing
+  // half-done. Null: this call cannot be cancelled.
+  std::shared_ptr<std::atomic<bool>> cancelled = nullptr;
 };
+
+// Whether the client has given the call up (ToolContext::cancelled).
+inline bool Cancelled(const ToolContext& ctx) {
+  return ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed);
+}
+// Sends notifications/progress for the call if the client asked for progress (a
+// progressToken in the request's _meta); does nothing otherwise. `progress` must grow from
+// one report to the next; `total` and `message` may be left out.
+void ReportProgress(ToolContext& ctx, double progress, std::optional<double> total = std::nullopt,
+                    std::string_view message = {});
 
 // The MCP log levels (RFC 5424 severities), least severe first.
 inline constexpr const char* kLogLevels[] = {"debug", "info",     "notice", "warning",

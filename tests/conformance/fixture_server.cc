@@ -476,12 +476,7 @@ Status RegisterFixtures(cortex::ToolRegistry& r, const cortex::EngineConfig&) {
       [](ToolContext& ctx, const json&) {
         json token = ctx.meta.is_object() ? ctx.meta.value("progressToken", json()) : json();
         for (int progress : {0, 50, 100}) {
-          if (!token.is_null()) {
-            ctx.notify(
-                {{"jsonrpc", "2.0"},
-                 {"method", "notifications/progress"},
-                 {"params", {{"progressToken", token}, {"progress", progress}, {"total", 100}}}});
-          }
+          ReportProgress(ctx, progress, 100);
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         return ToolReply::Raw(
