@@ -5,6 +5,7 @@
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_text.h"
+#include "engines/tokens.h"
 #include "store/oauth.h"
 #include "store/tokens.h"
 #include "store/workspaces.h"
@@ -100,29 +101,18 @@ Result<unsigned> ParseOAuthScopes(const std::string& list) {
     size_t end = list.find(' ', start);
     if (end == std::string::npos) end = list.size();
     std::string s = list.substr(start, end - start);
-    if (s == "read") {
-      scopes |= kScopeRead;
-    } else if (s == "act") {
-      scopes |= kScopeAct;
-    } else if (s == "approve") {
-      scopes |= kScopeApprove;
-    } else if (!s.empty()) {
+    unsigned scope = ScopeNamed(s);
+    if (!s.empty() && (scope == 0 || scope == kScopeAdmin)) {
       return Status::InvalidArgument("unknown scope '" + Utf8Prefix(s, 40) +
                                      "' (scopes: read, act, approve)");
     }
+    scopes |= scope;
     start = end + 1;
   }
   return scopes;
 }
 
-std::string FormatOAuthScopes(unsigned scopes) {
-  std::string out;
-  auto add = [&](const char* s) { out += out.empty() ? s : std::string(" ") + s; };
-  if (scopes & kScopeRead) add("read");
-  if (scopes & kScopeAct) add("act");
-  if (scopes & kScopeApprove) add("approve");
-  return out;
-}
+std::string FormatOAuthScopes(unsigned scopes) { return FormatScopes(scopes & ~kScopeAdmin, ' '); }
 
 bool RedirectUriAllowed(const std::string& uri) {
   if (uri.empty() || uri.size() > kOAuthMaxUriBytes) return false;

@@ -13,6 +13,14 @@ constexpr size_t kTokenRandomBytes = 24;  // 192 bits
 
 }  // namespace
 
+unsigned ScopeNamed(std::string_view name) {
+  if (name == "read") return kScopeRead;
+  if (name == "act") return kScopeAct;
+  if (name == "approve") return kScopeApprove;
+  if (name == "admin") return kScopeAdmin;
+  return 0;
+}
+
 Result<unsigned> ParseScopes(const std::string& csv) {
   unsigned scopes = 0;
   size_t start = 0;
@@ -20,30 +28,25 @@ Result<unsigned> ParseScopes(const std::string& csv) {
     size_t end = csv.find(',', start);
     if (end == std::string::npos) end = csv.size();
     std::string s = csv.substr(start, end - start);
-    if (s == "read") {
-      scopes |= kScopeRead;
-    } else if (s == "act") {
-      scopes |= kScopeAct;
-    } else if (s == "approve") {
-      scopes |= kScopeApprove;
-    } else if (s == "admin") {
-      scopes |= kScopeAdmin;
-    } else {
+    unsigned scope = ScopeNamed(s);
+    if (scope == 0) {
       return Status::InvalidArgument("unknown scope '" + s +
                                      "' (scopes: read, act, approve, admin)");
     }
+    scopes |= scope;
     start = end + 1;
   }
   return scopes;
 }
 
-std::string FormatScopes(unsigned scopes) {
+std::string FormatScopes(unsigned scopes, char separator) {
   std::string out;
-  auto add = [&](const char* s) { out += out.empty() ? s : std::string(",") + s; };
-  if (scopes & kScopeRead) add("read");
-  if (scopes & kScopeAct) add("act");
-  if (scopes & kScopeApprove) add("approve");
-  if (scopes & kScopeAdmin) add("admin");
+  for (auto [scope, name] : {std::pair{kScopeRead, "read"}, std::pair{kScopeAct, "act"},
+                             std::pair{kScopeApprove, "approve"}, std::pair{kScopeAdmin, "admin"}}) {
+    if (!(scopes & scope)) continue;
+    if (!out.empty()) out += separator;
+    out += name;
+  }
   return out;
 }
 

@@ -21,9 +21,12 @@ struct AuthContext {
   bool Has(Scope s) const { return (scopes & s) != 0; }
 };
 
+// The scope named `name` ("read", "act", "approve", "admin"), or 0 for none.
+unsigned ScopeNamed(std::string_view name);
 // "read,act" -> kScopeRead|kScopeAct. InvalidArgument names an unknown scope.
 Result<unsigned> ParseScopes(const std::string& csv);
-std::string FormatScopes(unsigned scopes);
+// kScopeRead|kScopeAct -> "read,act" ("read act" with `separator` ' ', OAuth's form).
+std::string FormatScopes(unsigned scopes, char separator = ',');
 
 // Workspace names: 1-64 of [a-z0-9_-], starting with a letter or digit.
 Status ValidateWorkspaceName(const std::string& name);
