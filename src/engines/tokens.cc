@@ -41,8 +41,9 @@ Result<unsigned> ParseScopes(const std::string& csv) {
 
 std::string FormatScopes(unsigned scopes, char separator) {
   std::string out;
-  for (auto [scope, name] : {std::pair{kScopeRead, "read"}, std::pair{kScopeAct, "act"},
-                             std::pair{kScopeApprove, "approve"}, std::pair{kScopeAdmin, "admin"}}) {
+  for (auto [scope, name] :
+       {std::pair{kScopeRead, "read"}, std::pair{kScopeAct, "act"},
+        std::pair{kScopeApprove, "approve"}, std::pair{kScopeAdmin, "admin"}}) {
     if (!(scopes & scope)) continue;
     if (!out.empty()) out += separator;
     out += name;
