@@ -89,6 +89,16 @@ Result<InboxAuth> AuthenticateInbox(ReadTx& tx, const Clock& clock, const std::s
   return InboxAuth{ws->id, ws->name, s->id};
 }
 
+Result<InboxAuth> AuthenticateInbox(Store& store, const Clock& clock, const std::string& secret) {
+  Result<InboxAuth> auth = Status::Unauthorized("not signed in");
+  Status read = store.Read([&](ReadTx& tx) -> Status {
+    auth = AuthenticateInbox(tx, clock, secret);
+    return auth.ok() || auth.status().code() == Code::kUnauthorized ? Status::Ok() : auth.status();
+  });
+  if (!read.ok()) return read;
+  return auth;
+}
+
 std::string InboxCsrfToken(const std::string& secret) {
   return Sha256Hex("cortex inbox csrf\n" + secret).substr(0, 32);
 }

@@ -52,6 +52,9 @@ struct InboxAuth {
 // The live session with cookie value `secret`. Unauthorized if unknown, expired or signed out.
 // Reads only.
 Result<InboxAuth> AuthenticateInbox(ReadTx& tx, const Clock& clock, const std::string& secret);
+// The same in a read of its own. Unauthorized as above; any other error means the store could
+// not answer (try again), not that the person is signed out.
+Result<InboxAuth> AuthenticateInbox(Store& store, const Clock& clock, const std::string& secret);
 
 // The token a state-changing request of the session with cookie value `secret` must carry
 // (X-CSRF-Token): derived from the secret, so only a page that can read the session's own

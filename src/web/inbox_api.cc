@@ -189,12 +189,8 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
   }
 
   std::string secret = CookieValue(req, kCookie);
-  Result<InboxAuth> auth = Status::Unauthorized("not signed in");
-  Status read = store_.Read([&](ReadTx& tx) -> Status {
-    auth = AuthenticateInbox(tx, clock_, secret);
-    return auth.ok() || auth.status().code() == Code::kUnauthorized ? Status::Ok() : auth.status();
-  });
-  if (!read.ok()) {
+  Result<InboxAuth> auth = AuthenticateInbox(store_, clock_, secret);
+  if (!auth.ok() && auth.status().code() != Code::kUnauthorized) {
     log.status = "unavailable";
     return Error(503, "unavailable", "the store cannot answer; retry");
   }

@@ -6,7 +6,6 @@
 #include "core/time.h"
 #include "engines/ingest.h"
 #include "engines/learning.h"
-#include "engines/learning.h"
 #include "engines/tokens.h"
 #include "store/actions.h"
 #include "store/ledger.h"

@@ -214,13 +214,8 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
   }
   const AuthorizeRequest& ask = *check.request;
   std::string secret = InboxApi::SessionSecret(req);
-  Result<InboxAuth> person = Status::Unauthorized("not signed in");
-  Status read = store_.Read([&](ReadTx& tx) -> Status {
-    person = AuthenticateInbox(tx, clock_, secret);
-    return person.ok() || person.status().code() == Code::kUnauthorized ? Status::Ok()
-                                                                        : person.status();
-  });
-  if (!read.ok()) {
+  Result<InboxAuth> person = AuthenticateInbox(store_, clock_, secret);
+  if (!person.ok() && person.status().code() != Code::kUnauthorized) {
     log.status = "unavailable";
     return Page(503, "Try again", "<h1>Cortex cannot answer now</h1><p>Reload in a moment.</p>");
   }
@@ -294,13 +289,8 @@ HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base, 
                 "<h1>This form cannot be used</h1><p>Its session check failed: go back to "
                 "the app and connect again.</p>");
   }
-  Result<InboxAuth> person = Status::Unauthorized("not signed in");
-  Status read = store_.Read([&](ReadTx& tx) -> Status {
-    person = AuthenticateInbox(tx, clock_, secret);
-    return person.ok() || person.status().code() == Code::kUnauthorized ? Status::Ok()
-                                                                        : person.status();
-  });
-  if (!read.ok()) {
+  Result<InboxAuth> person = AuthenticateInbox(store_, clock_, secret);
+  if (!person.ok() && person.status().code() != Code::kUnauthorized) {
     log.status = "unavailable";
     return Page(503, "Try again", "<h1>Cortex cannot answer now</h1><p>Go back and retry.</p>");
   }
