@@ -1,6 +1,5 @@
 // decision.list: decisions newest first, filtered by class, status, counterparty and time,
 // with cursor paging. The approval inbox is `decision_class: action_proposed, status: pending`.
-#include "core/crypto.h"
 #include "core/ids.h"
 #include "core/limits.h"
 #include "core/time.h"
@@ -16,15 +15,6 @@ using nlohmann::json;
 namespace {
 
 constexpr int kDefaultPageSize = 20;
-
-// A cursor is "<last decision id>.<8 hex of the filter's hash>": it only continues the
-// query it came from.
-std::string FilterHash(const json& args) {
-  json f = args;
-  f.erase("cursor");
-  f.erase("limit");
-  return Sha256Hex(f.dump()).substr(0, 8);
-}
 
 }  // namespace
 
@@ -130,21 +120,10 @@ ToolDef DecisionListTool() {
         // Decision ids are minted at decision time, so a time bound is an id bound.
         if (since) filter.min_id = IdFloor("dec_", *since);
         if (until) filter.max_id = IdFloor("dec_", *until);
-        std::string hash = FilterHash(args);
-        if (args.contains("cursor")) {
-          std::string cursor = args["cursor"];
-          size_t dot = cursor.find('.');
-          std::string last = cursor.substr(0, dot);
-          if (dot == std::string::npos || !IsId(last, "dec_")) {
-            return ToolReply::Error("invalid_arguments",
-                                    "field 'cursor': not a cursor from "
-                                    "decision.list");
-          }
-          if (cursor.substr(dot + 1) != hash) {
-            return ToolReply::Error("invalid_arguments",
-                                    "field 'cursor': it belongs to a query with other filters");
-          }
-          if (!filter.max_id || last < *filter.max_id) filter.max_id = last;
+        auto page = ReadPageCursor(args, "dec_", "decision.list");
+        if (!page.ok()) return ToolReply::FromStatus(page.status());
+        if (page->after && (!filter.max_id || *page->after < *filter.max_id)) {
+          filter.max_id = page->after;
         }
         int limit = args.value("limit", kDefaultPageSize);
         json body;
@@ -176,7 +155,7 @@ ToolDef DecisionListTool() {
           }
           body = {{"decisions", items}};
           if (static_cast<int>(rows->size()) > limit) {
-            body["next_cursor"] = (*rows)[limit - 1].id + "." + hash;
+            body["next_cursor"] = page->Next((*rows)[limit - 1].id);
           }
           return Status::Ok();
         });

@@ -1,5 +1,7 @@
 #include "tools/read_tools.h"
 
+#include "core/crypto.h"
+#include "core/ids.h"
 #include "core/time.h"
 #include "store/entities.h"
 #include "store/episodes.h"
@@ -16,6 +18,26 @@ json IdSchema(const std::string& prefix, const std::string& description) {
 
 json TimeSchema(const std::string& description) {
   return {{"type", "string"}, {"maxLength", 64}, {"description", description}};
+}
+
+Result<PageCursor> ReadPageCursor(const json& args, std::string_view prefix,
+                                  std::string_view tool) {
+  json filter = args;
+  filter.erase("cursor");
+  filter.erase("limit");
+  PageCursor page{Sha256Hex(filter.dump()).substr(0, 8), std::nullopt};
+  if (!args.contains("cursor")) return page;
+  const std::string& cursor = args["cursor"].get_ref<const std::string&>();
+  size_t dot = cursor.find('.');
+  std::string last = cursor.substr(0, dot);
+  if (dot == std::string::npos || !IsId(last, prefix)) {
+    return Status::InvalidArgument("field 'cursor': not a cursor from " + std::string(tool));
+  }
+  if (cursor.substr(dot + 1) != page.filter_hash) {
+    return Status::InvalidArgument("field 'cursor': it belongs to a query with other filters");
+  }
+  page.after = last;
+  return page;
 }
 
 Result<json> NotificationView(ReadTx& tx, const Notification& n) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "store/model.h"
 #include "store/store.h"
@@ -17,5 +19,18 @@ nlohmann::json TimeSchema(const std::string& description);
 
 // A notification as the list tools show it: class, times, who, what.
 Result<nlohmann::json> NotificationView(ReadTx& tx, const Notification& n);
+
+// Paging of the list tools. A cursor is "<last id of the page>.<8 hex of the filter's
+// hash>", so it only continues the query it came from.
+struct PageCursor {
+  std::string filter_hash;           // of the arguments less `cursor` and `limit`
+  std::optional<std::string> after;  // the last id of the previous page, if args has a cursor
+  // The cursor of the page that ends with `last_id`.
+  std::string Next(const std::string& last_id) const { return last_id + "." + filter_hash; }
+};
+// Reads args' cursor for `tool`, whose ids start with `prefix`. InvalidArgument (naming the
+// field) for a cursor that is not one of `tool`'s or belongs to a query with other filters.
+Result<PageCursor> ReadPageCursor(const nlohmann::json& args, std::string_view prefix,
+                                  std::string_view tool);
 
 }  // namespace cortex

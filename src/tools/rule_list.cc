@@ -2,8 +2,6 @@
 // status and origin, with cursor paging. Learned proposals show their evidence and backtest.
 #include <algorithm>
 
-#include "core/crypto.h"
-#include "core/ids.h"
 #include "engines/learning.h"
 #include "engines/rules.h"
 #include "store/rules.h"
@@ -18,13 +16,6 @@ namespace {
 
 constexpr int kDefaultPageSize = 20;
 constexpr int kMaxPageSize = 100;
-
-std::string FilterHash(const json& args) {
-  json f = args;
-  f.erase("cursor");
-  f.erase("limit");
-  return Sha256Hex(f.dump()).substr(0, 8);
-}
 
 }  // namespace
 
@@ -112,22 +103,9 @@ ToolDef RuleListTool() {
         std::optional<RuleOrigin> origin;
         if (args.contains("status")) status = Parse<RuleStatus>(args["status"].get<std::string>());
         if (args.contains("origin")) origin = Parse<RuleOrigin>(args["origin"].get<std::string>());
-        std::string hash = FilterHash(args);
-        std::optional<std::string> before;
-        if (args.contains("cursor")) {
-          std::string cursor = args["cursor"];
-          size_t dot = cursor.find('.');
-          std::string last = cursor.substr(0, dot);
-          if (dot == std::string::npos || !IsId(last, "rul_")) {
-            return ToolReply::Error("invalid_arguments",
-                                    "field 'cursor': not a cursor from rule.list");
-          }
-          if (cursor.substr(dot + 1) != hash) {
-            return ToolReply::Error("invalid_arguments",
-                                    "field 'cursor': it belongs to a query with other filters");
-          }
-          before = last;
-        }
+        auto page = ReadPageCursor(args, "rul_", "rule.list");
+        if (!page.ok()) return ToolReply::FromStatus(page.status());
+        const std::optional<std::string>& before = page->after;
         int limit = args.value("limit", kDefaultPageSize);
         std::vector<Rule> rules;
         Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
@@ -148,7 +126,7 @@ ToolDef RuleListTool() {
           body["rules"].push_back(RuleView(rules[i]));
         }
         if (rules.size() > static_cast<size_t>(limit)) {
-          body["next_cursor"] = rules[limit - 1].id + "." + hash;
+          body["next_cursor"] = page->Next(rules[limit - 1].id);
         }
         return ToolReply::Ok(std::move(body));
       },
