@@ -421,11 +421,26 @@ TEST_F(ReadToolsTest, BadInputIsAClearToolError) {
             "invalid_arguments");
   EXPECT_EQ(error("decision.inspect", {{"decision_id", "dec_01M8PS06M053VVFGPPNAWWM0AA"}})["error"],
             "not_found");
-  EXPECT_EQ(error("decision.list", {{"cursor", "garbage"}})["error"], "invalid_arguments");
+  EXPECT_EQ(error("decision.list", {{"cursor", "garbage"}}),
+            json({{"status", "error"},
+                  {"error", "invalid_arguments"},
+                  {"message", "field 'cursor': not a cursor from decision.list"}}));
   json first = Call("decision.list", {{"limit", 1}});
-  EXPECT_EQ(
-      error("decision.list", {{"cursor", first["next_cursor"]}, {"status", "recorded"}})["error"],
-      "invalid_arguments");  // a cursor continues only its own query
+  // A cursor continues only its own query, and only in its own tool.
+  EXPECT_EQ(error("decision.list", {{"cursor", first["next_cursor"]}, {"status", "recorded"}}),
+            json({{"status", "error"},
+                  {"error", "invalid_arguments"},
+                  {"message", "field 'cursor': it belongs to a query with other filters"}}));
+  EXPECT_EQ(error("rule.list", {{"cursor", first["next_cursor"]}}),
+            json({{"status", "error"},
+                  {"error", "invalid_arguments"},
+                  {"message", "field 'cursor': not a cursor from rule.list"}}));
+  json rules = Call("rule.list", {{"limit", 1}});
+  ASSERT_TRUE(rules.contains("next_cursor")) << rules;
+  EXPECT_NE(Call("rule.list", {{"limit", 1}, {"cursor", rules["next_cursor"]}})["rules"],
+            rules["rules"]);
+  EXPECT_EQ(error("rule.list", {{"cursor", rules["next_cursor"]}, {"origin", "learned"}})["error"],
+            "invalid_arguments");
   EXPECT_EQ(error("decision.list",
                   {{"since", "2026-11-25T00:00:00Z"}, {"until", "2026-11-24T00:00:00Z"}})["error"],
             "invalid_arguments");
