@@ -70,6 +70,20 @@ icaltimetype RecurrenceId(icalcomponent* ev) {
   return p == nullptr ? icaltime_null_time() : icalproperty_get_datetime_with_component(p, ev);
 }
 
+// Whether the person (an attendee among `self`) has declined the event: its time is free.
+bool DeclinedBySelf(icalcomponent* ev, const std::vector<std::string>& self) {
+  for (icalproperty* p = icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY);
+       p != nullptr; p = icalcomponent_get_next_property(ev, ICAL_ATTENDEE_PROPERTY)) {
+    std::string address = MailAddress(icalproperty_get_value_as_string(p));
+    if (std::find(self.begin(), self.end(), address) == self.end()) continue;
+    icalparameter* partstat = icalproperty_get_first_parameter(p, ICAL_PARTSTAT_PARAMETER);
+    if (partstat != nullptr && icalparameter_get_partstat(partstat) == ICAL_PARTSTAT_DECLINED) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool HasAttendees(icalcomponent* ev) {
   return icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) != nullptr;
 }
@@ -135,8 +149,9 @@ Result<CalendarParse> ExpandCalendar(const std::string& ics, const CalendarWindo
       continue;
     }
     icalproperty* transp = icalcomponent_get_first_property(ev, ICAL_TRANSP_PROPERTY);
-    if (transp != nullptr && icalproperty_get_transp(transp) == ICAL_TRANSP_TRANSPARENT) {
-      ++out.skipped;
+    if ((transp != nullptr && icalproperty_get_transp(transp) == ICAL_TRANSP_TRANSPARENT) ||
+        DeclinedBySelf(ev, window.self)) {
+      ++out.skipped;  // free time: an override declined or freed still hides its instance
       continue;
     }
     icaltimetype dtend = icalcomponent_get_dtend(ev);  // DTEND, or DTSTART + DURATION

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/time.h"
 
 namespace cortex {
@@ -99,6 +101,34 @@ TEST(IcalTest, CancelledFreeAndAllDayEventsAreNotBusyTime) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_TRUE(parsed->occurrences.empty());
   EXPECT_EQ(parsed->skipped, 3u);
+}
+
+// A meeting the person declined (their own ATTENDEE has PARTSTAT=DECLINED) is free time; one
+// they accepted, or that someone else declined, is busy. Declining one instance of a weekly
+// meeting (an override with the person's PARTSTAT=DECLINED) frees that instance only.
+TEST(IcalTest, WhatThePersonDeclinedIsNotBusyTime) {
+  auto event = [](const std::string& uid, const std::string& start, const std::string& me,
+                  const std::string& extra = "") {
+    return "BEGIN:VEVENT\r\nUID:" + uid + "\r\nDTSTAMP:20261001T000000Z\r\nDTSTART:" + start +
+           "\r\nDTEND:" + start.substr(0, 9) + "160000Z\r\n" + extra + "SUMMARY:sync\r\n" +
+           "ORGANIZER;CN=Sarah Chen:mailto:sarah@northwind.example\r\n" +
+           "ATTENDEE;PARTSTAT=DECLINED:mailto:bo@northwind.example\r\n" +
+           "ATTENDEE;PARTSTAT=" + me + ":mailto:Me@Example.test\r\nEND:VEVENT\r\n";
+  };
+  auto parsed = ExpandCalendar(
+      Calendar(event("declined", "20261104T150000Z", "DECLINED") +
+               event("accepted", "20261105T150000Z", "ACCEPTED") +
+               event("weekly", "20261102T150000Z", "ACCEPTED", "RRULE:FREQ=WEEKLY;COUNT=3\r\n") +
+               event("weekly", "20261109T150000Z", "DECLINED",
+                     "RECURRENCE-ID:20261109T150000Z\r\n")),
+      Window());
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  std::vector<std::string> busy;
+  for (const CalendarOccurrence& o : parsed->occurrences) busy.push_back(o.Key());
+  std::sort(busy.begin(), busy.end());
+  EXPECT_EQ(busy, (std::vector<std::string>{"accepted|", "weekly|2026-11-02T15:00:00Z",
+                                            "weekly|2026-11-16T15:00:00Z"}));
+  EXPECT_EQ(parsed->skipped, 2u);
 }
 
 // A time a TimePoint cannot hold (fuzz_ical: DTEND in the year 40522024 wrapped round to
