@@ -307,9 +307,9 @@ Result<Rule> ParseRule(const YAML::Node& node, int position) {
 
 Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
   if (!node.IsMap()) return FileError::At(node, "'settings' must be a map");
-  CORTEX_RETURN_IF_ERROR(CheckKeys(
-      node, {"utc_offset", "working_hours", "working_days", "digest_time", "digest_to"},
-      "'settings'"));
+  CORTEX_RETURN_IF_ERROR(
+      CheckKeys(node, {"utc_offset", "working_hours", "working_days", "digest_time", "digest_to"},
+                "'settings'"));
   if (node["utc_offset"]) {
     auto v = Scalar(node["utc_offset"], "utc_offset", 6);
     if (!v.ok()) return v.status();
@@ -407,6 +407,12 @@ void SortForEvaluation(std::vector<Rule>& rules) {
     if (sa != sb) return sa > sb;
     if (a.origin != b.origin)
       return a.origin == RuleOrigin::kUser;  // a person's rule beats a learned one
+    // Of two learned rules, one with a signal (the moment: a focus block) before one
+    // without (the calendar: weekdays, hours), so that "hold during focus blocks" holds
+    // even on the days another learned rule interrupts.
+    if (a.origin == RuleOrigin::kLearned && a.when.signals.size() != b.when.signals.size()) {
+      return a.when.signals.size() > b.when.signals.size();
+    }
     return a.position < b.position;
   });
 }
