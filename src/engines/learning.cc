@@ -564,14 +564,15 @@ std::optional<Finding> FindFast(const History& h, const Entity& who, TimePoint n
 }
 
 // What the person does with the counterparty's messages that come during focus blocks:
-// answers them before the block ends (focus: interrupt even then; looked for only when the
-// all-days fast rule does not hold, which interrupts anyway), or only after it ends though
-// they answer them fast otherwise (hold: surface at the transition).
-std::optional<Finding> FindFocus(const History& h, const Entity& who, bool fast_all, TimePoint now,
+// answers them before the block ends (focus: interrupt even then; looked for only when no
+// fast rule holds: one that does interrupts already, and a weekday's or an hour's fast
+// messages falling in blocks are no sign that the block matters), or only after it ends
+// though they answer them fast otherwise (hold: surface at the transition).
+std::optional<Finding> FindFocus(const History& h, const Entity& who, bool any_fast, TimePoint now,
                                  const LearningConfig& c) {
   Scope in;
   in.focus = 1;
-  if (!fast_all && Qualifies(Measure(Kind::kFocus, in, h, now, c), c.thresholds)) {
+  if (!any_fast && Qualifies(Measure(Kind::kFocus, in, h, now, c), c.thresholds)) {
     return Found(Kind::kFocus, in, h, nullptr, who, now, c);
   }
   if (!Qualifies(Measure(Kind::kHold, in, h, now, c), c.thresholds)) return std::nullopt;
@@ -648,10 +649,10 @@ std::vector<Finding> FindIn(const std::unordered_map<std::string, History>& hist
     auto who = entities.find(entity_id);
     if (who == entities.end()) continue;
     auto fast = FindFast(h, who->second, now, config);
-    bool fast_all = fast && fast->rule.when.weekdays == 0 && !fast->rule.when.from_minute;
+    bool any_fast = fast.has_value();
     if (fast) out.push_back(std::move(*fast));
     if (auto f = FindQuiet(h, who->second, now, config)) out.push_back(std::move(*f));
-    if (auto f = FindFocus(h, who->second, fast_all, now, config)) out.push_back(std::move(*f));
+    if (auto f = FindFocus(h, who->second, any_fast, now, config)) out.push_back(std::move(*f));
   }
   std::sort(out.begin(), out.end(),
             [](const Finding& a, const Finding& b) { return a.rule.pattern < b.rule.pattern; });
