@@ -248,6 +248,86 @@ TEST(FindPatterns, TuesdaysOnlyGivesAWeekdayRuleWithASentence) {
   EXPECT_EQ(RuleWhenJson(r), json::parse(R"({"counterparty":["entity_a"],"weekdays":["tue"]})"));
 }
 
+// Fast before noon, late after it, on the same days: no weekday rule, a morning rule.
+TEST(FindPatterns, MorningsOnlyGivesAnHoursRuleWithASentence) {
+  Script s;
+  for (const char* day : {"2026-06-01", "2026-06-02", "2026-06-03", "2026-06-04", "2026-06-05"}) {
+    s.Exchange(std::string(day) + "T10:00:00Z", std::chrono::minutes(10));
+    s.Exchange(std::string(day) + "T15:00:00Z", std::chrono::minutes(50 * 60));
+  }
+  auto findings = FindPatterns(s.messages, Alice(), {}, kNow, {});
+  ASSERT_EQ(findings.size(), 1u);
+  const Rule& r = findings[0].rule;
+  EXPECT_EQ(r.pattern, "fast:entity_a");
+  EXPECT_EQ(r.name, "learned-fast-alice-moss-mornings");
+  EXPECT_EQ(r.summary,
+            "Interrupt for Alice Moss in the mornings: you answered all 5 of 5 before noon within "
+            "3 hours (0 of 5 in the afternoon).");
+  EXPECT_EQ(RuleWhenJson(r), json::parse(R"({"counterparty":["entity_a"],"hours":"00:00-12:00"})"));
+  EXPECT_EQ(r.evidence.size(), 5u);
+  EXPECT_TRUE(r.contradiction_evidence.empty()) << "the afternoons are not its messages";
+  EXPECT_EQ(ConfidenceLabel(r, {}), "pretty_sure");
+  // Local time: at UTC-06:00 the same messages are at 04:00 and 09:00, all before noon: no
+  // half of the day stands out, and there is no rule.
+  WorkspaceSettings west;
+  west.utc_offset_minutes = -6 * 60;
+  EXPECT_TRUE(FindPatterns(s.messages, Alice(), west, kNow, {}).empty());
+  // Two mornings and two afternoons are noise.
+  Script few;
+  for (const char* day : {"2026-06-01", "2026-06-02"}) {
+    few.Exchange(std::string(day) + "T10:00:00Z", std::chrono::minutes(10));
+    few.Exchange(std::string(day) + "T15:00:00Z", std::chrono::minutes(50 * 60));
+  }
+  EXPECT_TRUE(FindPatterns(few.messages, Alice(), {}, kNow, {}).empty());
+}
+
+// During focus blocks (two hours, mornings or afternoons) answered before the block ends,
+// outside them a day later: a focus rule; answered only after the block ends but within
+// minutes otherwise: a hold rule, beside the all-days fast rule.
+TEST(FindPatterns, FocusBlocksGiveFocusAndHoldRules) {
+  std::vector<Span> blocks;
+  Script s;
+  Script hold;
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  for (const char* day : {"2026-06-01", "2026-06-02", "2026-06-03", "2026-06-08", "2026-06-09"}) {
+    TimePoint d = *ParseTime(std::string(day) + "T00:00:00Z");
+    bool morning = blocks.size() < 3;  // the last two blocks are afternoons
+    TimePoint start = d + hours(morning ? 10 : 14);
+    blocks.emplace_back(start, start + hours(2));
+    TimePoint outside = d + hours(morning ? 16 : 9);
+    s.Exchange(FormatTime(start + minutes(30)), minutes(10));
+    s.Exchange(FormatTime(outside), minutes(50 * 60));
+    hold.Exchange(FormatTime(start + minutes(30)), minutes(100));  // 10 minutes after the end
+    hold.Exchange(FormatTime(outside), minutes(10));
+  }
+  auto findings = FindPatterns(s.messages, Alice(), {}, kNow, {}, blocks);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule.pattern, "focus:entity_a");
+  EXPECT_EQ(findings[0].rule.summary,
+            "Interrupt for Alice Moss even during focus blocks: you answered all 5 of 5 of their "
+            "messages that came during a focus block before it ended.");
+  EXPECT_EQ(RuleWhenJson(findings[0].rule),
+            json::parse(R"({"counterparty":["entity_a"],"signals":["active_focus_block"]})"));
+  EXPECT_EQ(*findings[0].rule.then.triage_class, TriageClass::kInterruptNow);
+  // Without the blocks, nothing says the block matters (a morning rule would need the
+  // mornings answered fast, and they are).
+  for (const Finding& f : FindPatterns(s.messages, Alice(), {}, kNow, {})) {
+    EXPECT_NE(f.rule.pattern, "focus:entity_a");
+  }
+
+  findings = FindPatterns(hold.messages, Alice(), {}, kNow, {}, blocks);
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].rule.pattern, "fast:entity_a");
+  EXPECT_EQ(findings[1].rule.pattern, "hold:entity_a");
+  EXPECT_EQ(findings[1].rule.summary,
+            "Hold Alice Moss's messages until your focus block ends: you answered all 5 of 5 that "
+            "came during a focus block only after it ended, within 3 hours (outside focus "
+            "blocks, 5 of 5 within 3 hours).");
+  EXPECT_EQ(*findings[1].rule.then.triage_class, TriageClass::kSurfaceAtTransition);
+  EXPECT_EQ(findings[1].rule.when.signals, std::vector<std::string>{"active_focus_block"});
+}
+
 TEST(FindPatterns, NoiseYieldsNoRule) {
   Script s;
   s.Exchange("2026-06-02T10:00:00Z", std::chrono::minutes(10));
