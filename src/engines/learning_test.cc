@@ -397,6 +397,18 @@ class LearnTest : public ::testing::Test {
     Ingest(lines);
   }
 
+  // A focus block from `start`, `hours` long (a calendar_block episode).
+  void Block(const std::string& external_id, TimePoint start, int hours) {
+    json b = {{"type", "episode"},
+              {"kind", "calendar_block"},
+              {"occurred_at", FormatTime(start)},
+              {"ends_at", FormatTime(start + std::chrono::hours(hours))},
+              {"subject", "Deep work"},
+              {"summary", "Focus block"},
+              {"external_id", external_id}};
+    Ingest(b.dump() + "\n");
+  }
+
   LearnReport Learn() {
     auto r = cortex::Learn(*store_, clock_, ws_.id, {});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -676,6 +688,102 @@ TEST_F(LearnTest, PlantedWorldThroughTheStore) {
 // A person's own triage rules are checked against what the person did with the messages
 // they decided: one the person keeps answering against is retired with a decision saying
 // why; one they keep to gains support; a couple of exceptions are counted, not fatal.
+// Through the store: the focus blocks are read (and a retracted one no longer counts), the
+// hold rule is proposed beside the fast rule, and once both are accepted triage does what
+// the hold rule says during a block (a learned rule with a signal is tried first) and what
+// the fast rule says outside one.
+TEST_F(LearnTest, HoldRuleHoldsDuringFocusBlocksAndFollowsTheCalendar) {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  std::vector<std::string> block_ids;
+  for (int i = 0; i < 5; ++i) {
+    TimePoint d = *ParseTime("2026-06-15T00:00:00Z") + std::chrono::days(i);
+    TimePoint start = d + hours(i < 3 ? 10 : 14);
+    Block("blk" + std::to_string(i), start, 2);
+    block_ids.push_back("blk" + std::to_string(i));
+    Exchange("sam@x.example", start + minutes(30), 100);  // 10 minutes after the block
+    Exchange("sam@x.example", d + hours(i < 3 ? 16 : 9), 10);
+  }
+  LearnReport r = Learn();
+  EXPECT_EQ(r.proposed, 2);
+  std::map<std::string, Rule> by_kind;
+  for (const Rule& x : Rules()) by_kind[KindOf(x)] = x;
+  ASSERT_TRUE(by_kind.count("hold") && by_kind.count("fast"));
+  const Rule& hold = by_kind["hold"];
+  EXPECT_EQ(*hold.then.triage_class, TriageClass::kSurfaceAtTransition);
+  EXPECT_EQ(hold.evidence.size(), 5u);
+  EXPECT_EQ(hold.backtest["messages"], 5) << hold.backtest.dump();
+  // The default policy held them already (surface_at_transition): nothing would change.
+  EXPECT_EQ(hold.backtest["would_change"], 0) << hold.backtest.dump();
+  ASSERT_TRUE(AcceptRule(*store_, clock_, ws_.id, hold.id).ok());
+  ASSERT_TRUE(AcceptRule(*store_, clock_, ws_.id, by_kind["fast"].id).ok());
+
+  // Today, a block 09:00-11:30: Sam's message at 10:00 is held until 11:30; at 11:45 it
+  // interrupts.
+  Block("today", *ParseTime("2026-06-30T09:00:00Z"), 2);
+  Exchange("sam@x.example", *ParseTime("2026-06-30T10:00:00Z"), std::nullopt);
+  auto triage = Decisions(DecisionClass::kTriage);
+  ASSERT_FALSE(triage.empty());
+  EXPECT_EQ(triage[0].rule_id, hold.id);
+  EXPECT_EQ(triage[0].triage_class, TriageClass::kSurfaceAtTransition);
+  Exchange("sam@x.example", *ParseTime("2026-06-30T11:45:00Z"), std::nullopt);
+  triage = Decisions(DecisionClass::kTriage);
+  EXPECT_EQ(triage[0].rule_id, by_kind["fast"].id);
+  EXPECT_EQ(triage[0].triage_class, TriageClass::kInterruptNow);
+
+  // The calendar changes: four of the five old blocks are cancelled (retracted). Sam's
+  // messages then came outside any block: the hold rule has one message left for it,
+  // support 1, and is retired; the fast rule stands.
+  ASSERT_TRUE(store_
+                  ->Write([&](WriteTx& tx) -> Status {
+                    for (int i = 0; i < 4; ++i) {
+                      auto ep = tx.episodes().FindByExternalId(ws_.id, block_ids[i]);
+                      if (!ep.ok()) return ep.status();
+                      CORTEX_RETURN_IF_ERROR(
+                          tx.episodes().Retract(ws_.id, ep->id, clock_.Now(), "cancelled"));
+                    }
+                    return Status::Ok();
+                  })
+                  .ok());
+  r = Learn();
+  EXPECT_EQ(r.retired, 1);
+  for (const Rule& x : Rules()) {
+    if (x.id == hold.id) {
+      EXPECT_EQ(x.status, RuleStatus::kRetired) << x.summary;
+    } else if (x.id == by_kind["fast"].id) {
+      EXPECT_EQ(x.status, RuleStatus::kActive) << x.summary;
+    }
+  }
+}
+
+// A person's surface_at_transition rule is checked too: held messages the person answered
+// before the block ended go against it.
+TEST_F(LearnTest, PersonsHoldRuleIsRetiredWhenThePersonAnswersDuringBlocks) {
+  auto imported = ImportRules(*store_, clock_, ws_.id, R"(
+rules:
+  - name: lee-at-break
+    summary: Hold Lee until the block ends.
+    when: { counterparty: lee@x.example, signals: active_focus_block }
+    then: { triage: surface_at_transition }
+)");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  for (int i = 0; i < 4; ++i) {
+    TimePoint start = *ParseTime("2026-06-22T10:00:00Z") + std::chrono::days(i);
+    Block("b" + std::to_string(i), start, 2);
+    Exchange("lee@x.example", start + std::chrono::minutes(20), 5);  // answered in the block
+  }
+  // Outside a block the rule does not apply: no evidence either way.
+  Exchange("lee@x.example", *ParseTime("2026-06-26T16:00:00Z"), 5);
+  LearnReport r = Learn();
+  EXPECT_EQ(r.retired, 1);
+  auto retired = Decisions(DecisionClass::kRuleRetired);
+  ASSERT_EQ(retired.size(), 1u);
+  EXPECT_NE(retired[0].payload_summary.find("you answered 4 of the 4 messages it held during a "
+                                            "focus block before the block ended"),
+            std::string::npos)
+      << retired[0].payload_summary;
+}
+
 TEST_F(LearnTest, PersonsRulesAreCheckedAgainstWhatThePersonDoes) {
   auto imported = ImportRules(*store_, clock_, ws_.id, R"(
 rules:
