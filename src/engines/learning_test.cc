@@ -121,6 +121,21 @@ struct Script {
 
 const TimePoint kNow = *ParseTime("2026-06-30T12:00:00Z");  // a Tuesday
 
+// A learned rule's `when` and `then` (rule.list's JSON, which is YAML's flow style) read
+// back through the rules file parser give the same conditions: a person can export it,
+// edit it and import it as their own.
+void ExpectRoundTrip(Rule r) {
+  r.when.counterparties = {"alice@x.example"};  // the tests' entity ids are not real ones
+  std::string yaml = "rules:\n  - name: mine\n    summary: " + r.summary.substr(0, 20) +
+                     "\n    when: " + RuleWhenJson(r).dump() +
+                     "\n    then: {triage: " + std::string(Name(*r.then.triage_class)) + "}\n";
+  auto file = ParseRuleFile(yaml);
+  ASSERT_TRUE(file.ok()) << file.status().ToString() << "\n" << yaml;
+  ASSERT_EQ(file->rules.size(), 1u);
+  EXPECT_EQ(RuleWhenJson(file->rules[0]), RuleWhenJson(r)) << yaml;
+  EXPECT_EQ(file->rules[0].then.triage_class, r.then.triage_class);
+}
+
 std::map<std::string, Entity> Alice() {
   Entity a;
   a.id = "entity_a";
@@ -267,6 +282,7 @@ TEST(FindPatterns, MorningsOnlyGivesAnHoursRuleWithASentence) {
   EXPECT_EQ(r.evidence.size(), 5u);
   EXPECT_TRUE(r.contradiction_evidence.empty()) << "the afternoons are not its messages";
   EXPECT_EQ(ConfidenceLabel(r, {}), "pretty_sure");
+  ExpectRoundTrip(r);
   // Local time: at UTC-06:00 the same messages are at 04:00 and 09:00, all before noon: no
   // half of the day stands out, and there is no rule.
   WorkspaceSettings west;
@@ -326,6 +342,7 @@ TEST(FindPatterns, FocusBlocksGiveFocusAndHoldRules) {
             "blocks, 5 of 5 within 3 hours).");
   EXPECT_EQ(*findings[1].rule.then.triage_class, TriageClass::kSurfaceAtTransition);
   EXPECT_EQ(findings[1].rule.when.signals, std::vector<std::string>{"active_focus_block"});
+  ExpectRoundTrip(findings[1].rule);
 }
 
 TEST(FindPatterns, NoiseYieldsNoRule) {
