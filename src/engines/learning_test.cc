@@ -973,6 +973,22 @@ TEST_F(LearnTest, IncrementalPassesFindWhatAFullPassFinds) {
       }
     }
     Ingest(lines);
+    if (round == 6) {
+      // The calendar changes: every other focus block is cancelled (retracted). No episode
+      // comes with it; the next incremental pass sees it all the same.
+      ASSERT_TRUE(store_
+                      ->Write([&](WriteTx& tx) -> Status {
+                        for (size_t b = 0; b < w.blocks.size(); b += 2) {
+                          auto ep = tx.episodes().FindByExternalId(
+                              ws_.id, "block_" + FormatTime(w.blocks[b].first));
+                          if (!ep.ok()) return ep.status();
+                          CORTEX_RETURN_IF_ERROR(
+                              tx.episodes().Retract(ws_.id, ep->id, now, "cancelled"));
+                        }
+                        return Status::Ok();
+                      })
+                      .ok());
+    }
     if (round == 4) {
       for (const Rule& r : Rules()) {
         if (r.status == RuleStatus::kProposed) {
