@@ -385,8 +385,9 @@ Status EpisodesWriter::Retract(const std::string& ws, const std::string& episode
 Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string& ws,
                                                                TimePoint since) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  // No index serves this (episodes_by_kind, which did, was dropped by migration 8): it
-  // reads the workspace's episodes. It runs only on a learning pass's whole read.
+  // SQLite walks episodes_by_entity_kind over every episode of the workspace with a
+  // counterparty, reading each row in the time range (episodes_by_kind, by kind and time,
+  // was dropped by migration 8). It runs only on a learning pass's whole read.
   Stmt s = s_.conn.Prepare(
       "SELECT id, kind, occurred_at, entity_id, thread FROM episodes WHERE workspace_id = ?"
       " AND kind IN ('message_received', 'message_sent') AND occurred_at >= ?"
