@@ -215,8 +215,8 @@ std::unordered_map<std::string, History> Observe(const std::vector<MessageFact>&
 
 // fast: answered within fast_reply (on every day, some weekdays, or one half of the day);
 // slow: answered late or never; silent: never answered nor written to; focus: a message
-// that came during a focus block answered before the block ended; hold: one answered only
-// after the block ended (within fast_reply of its end).
+// that came during a focus block answered within focus_reply, before the block ended; hold:
+// one answered only after the block ended (within fast_reply of its end).
 enum class Kind { kFast, kSlow, kSilent, kFocus, kHold };
 
 const char* KindName(Kind k) {
@@ -327,7 +327,8 @@ bool Holds(Kind kind, const Observation& o, const LearningConfig& c) {
     case Kind::kSilent:
       return !o.answered;
     case Kind::kFocus:
-      return o.reply && o.block_end && *o.reply < *o.block_end;
+      return o.reply && o.block_end && *o.reply < *o.block_end &&
+             *o.reply - o.msg->occurred_at <= c.focus_reply;
     case Kind::kHold:
       return o.reply && o.block_end && *o.reply >= *o.block_end &&
              *o.reply - *o.block_end <= c.fast_reply;
@@ -477,7 +478,8 @@ void Describe(Rule& r, Kind kind, const Scope& scope, const Stats& s, const Stat
     case Kind::kFocus:
       r.summary = "Interrupt for " + who.name + " even during focus blocks: you answered " +
                   Of(s.support_n, s.total_n) +
-                  " of their messages that came during a focus block before it ended.";
+                  " of their messages that came during a focus block within " +
+                  Hours(c.focus_reply) + ", before it ended.";
       break;
     case Kind::kHold:
       r.summary = "Hold " + who.name + "'s messages until your focus block ends: you answered " +

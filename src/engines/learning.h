@@ -26,8 +26,11 @@ namespace cortex {
 struct LearningConfig {
   std::chrono::minutes fast_reply{180};  // answered within this: "fast"
   std::chrono::hours slow_reply{24};     // not answered within this: "slow"
-  double half_life_days = 90;            // an episode this old counts half
-  int lookback_days = 365;               // older episodes are not read
+  // A message during a focus block answered within this, before the block ended: the
+  // person let it interrupt them ("focus").
+  std::chrono::minutes focus_reply{30};
+  double half_life_days = 90;  // an episode this old counts half
+  int lookback_days = 365;     // older episodes are not read
   int backtest_days = 30;
   // A weekday rule needs the other days to be answered fast at most this often.
   double other_days_max_ratio = 0.25;

@@ -304,6 +304,7 @@ TEST(FindPatterns, FocusBlocksGiveFocusAndHoldRules) {
   std::vector<Span> blocks;
   Script s;
   Script hold;
+  Script waited;
   using std::chrono::hours;
   using std::chrono::minutes;
   for (const char* day : {"2026-06-01", "2026-06-02", "2026-06-03", "2026-06-08", "2026-06-09"}) {
@@ -316,13 +317,18 @@ TEST(FindPatterns, FocusBlocksGiveFocusAndHoldRules) {
     s.Exchange(FormatTime(outside), minutes(50 * 60));
     hold.Exchange(FormatTime(start + minutes(30)), minutes(100));  // 10 minutes after the end
     hold.Exchange(FormatTime(outside), minutes(10));
+    waited.Exchange(FormatTime(start + minutes(30)), minutes(80));  // in the block, not at once
+    waited.Exchange(FormatTime(outside), minutes(50 * 60));
   }
+  // Answered in the block, but 80 minutes on: the person did not let it interrupt them, and
+  // did not wait for the end either. No rule.
+  EXPECT_TRUE(FindPatterns(waited.messages, Alice(), {}, kNow, {}, blocks).empty());
   auto findings = FindPatterns(s.messages, Alice(), {}, kNow, {}, blocks);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].rule.pattern, "focus:entity_a");
   EXPECT_EQ(findings[0].rule.summary,
             "Interrupt for Alice Moss even during focus blocks: you answered all 5 of 5 of their "
-            "messages that came during a focus block before it ended.");
+            "messages that came during a focus block within 30 minutes, before it ended.");
   EXPECT_EQ(RuleWhenJson(findings[0].rule),
             json::parse(R"({"counterparty":["entity_a"],"signals":["active_focus_block"]})"));
   EXPECT_EQ(*findings[0].rule.then.triage_class, TriageClass::kInterruptNow);
