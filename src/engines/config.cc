@@ -217,10 +217,11 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
     const toml::table* a = (*accounts)[i].as_table();
     std::string where = "connectors.imap[" + std::to_string(i) + "].";
     if (a == nullptr) return Status::InvalidArgument("config: " + where + " must be a table");
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, where,
-                                   {"workspace", "url", "username", "password", "password_file",
-                                    "password_env", "tls", "ca_file", "received", "sent",
-                                    "backfill_days", "poll_seconds", "timeout_seconds", "idle"}));
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, where,
+        {"workspace", "url", "username", "password", "password_file", "password_env", "tls",
+         "ca_file", "received", "sent", "backfill_days", "poll_seconds", "timeout_seconds",
+         "idle"}));
     ImapAccount acc;
     std::string password, file, env;
     CORTEX_RETURN_IF_ERROR(ReadAccountString(*a, where, "workspace", &acc.workspace));
@@ -304,9 +305,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  CORTEX_RETURN_IF_ERROR(Unknown(t, "",
-                                 {"actions", "trust", "delivery", "drafter", "quotas", "http",
-                                  "push", "connectors", "learning"}));
+  CORTEX_RETURN_IF_ERROR(Unknown(
+      t, "", {"actions", "trust", "delivery", "drafter", "quotas", "http", "push", "connectors", "learning"}));
   if (auto* a = t["learning"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(
         *a, "learning.", {"while_serving", "settle_seconds", "every_hours", "auto_accept_strong"}));
@@ -334,8 +334,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
         *a, "http.",
         {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
          "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
-         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token", "public_url",
-         "client_metadata_ca_file", "client_metadata_private_hosts"}));
+         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token",
+         "public_url", "client_metadata_ca_file", "client_metadata_private_hosts"}));
   }
   HttpLimits& h = config.http;
   int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
@@ -368,8 +368,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
   CORTEX_RETURN_IF_ERROR(GetString(t, "http", "public_url", &h.public_url));
   CORTEX_RETURN_IF_ERROR(
       GetString(t, "http", "client_metadata_ca_file", &h.client_metadata_ca_file));
-  CORTEX_RETURN_IF_ERROR(
-      GetBool(t, "http", "client_metadata_private_hosts", &h.client_metadata_private_hosts));
+  CORTEX_RETURN_IF_ERROR(GetBool(t, "http", "client_metadata_private_hosts",
+                                 &h.client_metadata_private_hosts));
   DrafterConfig& d = config.actions.drafter;
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
   CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));

@@ -23,8 +23,8 @@ struct EngineConfig {
     none.connector = "";
     return none;
   }();
-  HttpLimits http;                         // cortex serve only
-  std::vector<ImapAccount> imap;           // [[connectors.imap]]: mailboxes read by sync and serve
+  HttpLimits http;                // cortex serve only
+  std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
   std::vector<CalendarAccount> calendars;  // [[connectors.calendar]]: likewise, calendars
   // The learner while serving ([learning], docs/learning.md): a pass for a workspace once
   // its world has been still for `settle_seconds` after a change, and every

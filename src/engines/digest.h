@@ -1,10 +1,10 @@
 // The daily digest: once a day, at the workspace's digest_time (its settings,
 // docs/rules.md), the messages that waited for the digest, each with why, and the drafts
 // still waiting for the person's approval, sent to the person (settings.digest_to, which
-// also turns it on) through the delivery connector. Each is a `digest` decision (pending, then
-// delivered or failed, as decision.list shows) and an outbox row of kind `digest` written in one
-// transaction; the store's `digests` table admits one per workspace and local day, which is what
-// makes it go out once across restarts and instances (docs/inbox.md, "The daily digest").
+// also turns it on) through the delivery connector. Each is a `digest` decision (pending, then delivered or failed,
+// as decision.list shows) and an outbox row of kind `digest` written in one transaction;
+// the store's `digests` table admits one per workspace and local day, which is what makes
+// it go out once across restarts and instances (docs/inbox.md, "The daily digest").
 #pragma once
 
 #include <chrono>

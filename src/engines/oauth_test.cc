@@ -156,7 +156,7 @@ TEST_F(OAuthTest, UnusedRegistrationsAreForgottenAfterADay) {
                   ->Read([&](ReadTx& tx) {
                     EXPECT_EQ(tx.oauth().FindClient(idle).status().code(), Code::kNotFound);
                     EXPECT_TRUE(tx.oauth().FindClient(client_id_).ok());  // its token names it
-                    EXPECT_TRUE(tx.oauth().FindClient(late).ok());        // not a day old yet
+                    EXPECT_TRUE(tx.oauth().FindClient(late).ok());  // not a day old yet
                     return Status::Ok();
                   })
                   .ok());
