@@ -307,9 +307,9 @@ Result<Rule> ParseRule(const YAML::Node& node, int position) {
 
 Status ParseSettings(const YAML::Node& node, WorkspaceSettings* s) {
   if (!node.IsMap()) return FileError::At(node, "'settings' must be a map");
-  CORTEX_RETURN_IF_ERROR(
-      CheckKeys(node, {"utc_offset", "working_hours", "working_days", "digest_time", "digest_to"},
-                "'settings'"));
+  CORTEX_RETURN_IF_ERROR(CheckKeys(
+      node, {"utc_offset", "working_hours", "working_days", "digest_time", "digest_to"},
+      "'settings'"));
   if (node["utc_offset"]) {
     auto v = Scalar(node["utc_offset"], "utc_offset", 6);
     if (!v.ok()) return v.status();
