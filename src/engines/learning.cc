@@ -38,8 +38,33 @@ struct Observation {
   const MessageFact* msg;
   Outcome outcome;
   bool answered;
-  double weight;  // 0.5 ^ (age / half-life)
-  int weekday;    // local, 0 = Monday
+  double weight;                       // 0.5 ^ (age / half-life)
+  int weekday;                         // local, 0 = Monday
+  int minute;                          // local minute of the day
+  std::optional<TimePoint> reply;      // the person's answer
+  std::optional<TimePoint> block_end;  // the focus block active at its time, if any: its end
+};
+
+// The longest calendar block looked back for, as triage's active_focus_block signal does.
+constexpr auto kMaxBlockLength = std::chrono::days(14);
+
+// The workspace's calendar (focus) blocks of the lookback that still stand, by start: the
+// block active at a time is found by binary search, as triage's signal finds it (of the
+// blocks begun up to kMaxBlockLength before, those that end after it, the latest end).
+struct Blocks {
+  std::vector<std::pair<TimePoint, TimePoint>> spans;  // (start, end), by start
+
+  std::optional<TimePoint> EndAt(TimePoint t) const {
+    auto it = std::upper_bound(spans.begin(), spans.end(), t,
+                               [](TimePoint v, const auto& b) { return v < b.first; });
+    std::optional<TimePoint> end;
+    while (it != spans.begin()) {
+      --it;
+      if (it->first <= t - kMaxBlockLength) break;
+      if (it->second > t && (!end || it->second > *end)) end = it->second;
+    }
+    return end;
+  }
 };
 
 struct History {
@@ -60,12 +85,14 @@ struct Answered {
   const MessageFact* msg;
   std::optional<TimePoint> reply;
   int weekday;  // local, 0 = Monday
+  int minute;   // local minute of the day
 };
 
-// A message as the memory keeps it: its local weekday is worked out once.
+// A message as the memory keeps it: its local weekday and time of day are worked out once.
 struct Message {
   MessageFact fact;
   int weekday;  // local, 0 = Monday
+  int minute;   // local minute of the day
 };
 
 // One counterparty's messages, as read, and (once judged) their answers.
@@ -105,7 +132,7 @@ void Judge(Counterparty& cp) {
     std::optional<TimePoint> reply;
     auto next = std::upper_bound(times->begin(), times->end(), m.occurred_at);
     if (next != times->end()) reply = *next;
-    cp.received.push_back({&m, reply, each.weekday});
+    cp.received.push_back({&m, reply, each.weekday, each.minute});
   }
   cp.judged = true;
 }
@@ -124,8 +151,8 @@ struct LearnMemory::Impl {
 
   void Add(MessageFact m, const WorkspaceSettings& settings) {
     Counterparty& cp = by_entity[m.entity_id];
-    int weekday = ToLocal(m.occurred_at, settings).weekday;
-    cp.messages.push_back({std::move(m), weekday});
+    LocalTime local = ToLocal(m.occurred_at, settings);
+    cp.messages.push_back({std::move(m), local.weekday, local.minute_of_day});
     cp.judged = false;
   }
 };
@@ -141,8 +168,8 @@ namespace {
 // Each counterparty's received messages of the lookback, judged as of `now`, and the
 // messages sent to them. One not answered yet and younger than slow_reply is pending: it is
 // no evidence either way. Judges the counterparties not judged yet.
-std::unordered_map<std::string, History> Observe(LearnMemory::Impl& m, TimePoint now,
-                                                 const LearningConfig& c) {
+std::unordered_map<std::string, History> Observe(LearnMemory::Impl& m, const Blocks& blocks,
+                                                 TimePoint now, const LearningConfig& c) {
   TimePoint since = now - std::chrono::days(c.lookback_days);
   std::unordered_map<std::string, History> out;
   for (auto& [entity_id, cp] : m.by_entity) {
@@ -161,8 +188,8 @@ std::unordered_map<std::string, History> Observe(LearnMemory::Impl& m, TimePoint
       } else {
         continue;  // pending
       }
-      h.received.push_back(
-          {msg, o, a.reply.has_value(), Weight(msg->occurred_at, now, c), a.weekday});
+      h.received.push_back({msg, o, a.reply.has_value(), Weight(msg->occurred_at, now, c),
+                            a.weekday, a.minute, a.reply, blocks.EndAt(msg->occurred_at)});
     }
     for (const MessageFact* s : cp.sent) {
       if (s->occurred_at >= since) h.sent.push_back(s);
@@ -172,15 +199,25 @@ std::unordered_map<std::string, History> Observe(LearnMemory::Impl& m, TimePoint
   return out;
 }
 
+Blocks SortedBlocks(std::vector<std::pair<TimePoint, TimePoint>> spans) {
+  std::sort(spans.begin(), spans.end());
+  return {std::move(spans)};
+}
+
 std::unordered_map<std::string, History> Observe(const std::vector<MessageFact>& messages,
+                                                 const Blocks& blocks,
                                                  const WorkspaceSettings& settings, TimePoint now,
                                                  const LearningConfig& c,
                                                  LearnMemory::Impl* scratch) {
   for (const MessageFact& m : messages) scratch->Add(m, settings);
-  return Observe(*scratch, now, c);
+  return Observe(*scratch, blocks, now, c);
 }
 
-enum class Kind { kFast, kSlow, kSilent };
+// fast: answered within fast_reply (on every day, some weekdays, or one half of the day);
+// slow: answered late or never; silent: never answered nor written to; focus: a message
+// that came during a focus block answered within focus_reply, before the block ended; hold:
+// one answered only after the block ended (within fast_reply of its end).
+enum class Kind { kFast, kSlow, kSilent, kFocus, kHold };
 
 const char* KindName(Kind k) {
   switch (k) {
@@ -190,28 +227,83 @@ const char* KindName(Kind k) {
       return "slow";
     case Kind::kSilent:
       return "silent";
+    case Kind::kFocus:
+      return "focus";
+    case Kind::kHold:
+      return "hold";
   }
   return "";
 }
 
 std::optional<Kind> KindFromName(std::string_view s) {
-  if (s == "fast") return Kind::kFast;
-  if (s == "slow") return Kind::kSlow;
-  if (s == "silent") return Kind::kSilent;
+  for (Kind k : {Kind::kFast, Kind::kSlow, Kind::kSilent, Kind::kFocus, Kind::kHold}) {
+    if (s == KindName(k)) return k;
+  }
   return std::nullopt;
 }
 
 TriageClass EffectOf(Kind k) {
   switch (k) {
     case Kind::kFast:
+    case Kind::kFocus:
       return TriageClass::kInterruptNow;
     case Kind::kSlow:
       return TriageClass::kDailyDigest;
     case Kind::kSilent:
       return TriageClass::kHandleSilently;
+    case Kind::kHold:
+      return TriageClass::kSurfaceAtTransition;
   }
   return TriageClass::kDailyDigest;
 }
+
+constexpr char kFocusSignal[] = "active_focus_block";
+constexpr int kNoon = 12 * 60;
+
+// Which received messages a pattern looks at: local weekdays (0 = every day), a window of
+// the day [from, until) (may wrap midnight), and whether a focus block was active.
+struct Scope {
+  unsigned weekdays = 0;
+  std::optional<int> from, until;
+  int focus = 0;  // 1: only during a focus block; -1: only outside one; 0: either
+
+  // The scope of a rule's conditions.
+  static Scope Of(const Rule& r) {
+    Scope s;
+    s.weekdays = r.when.weekdays;
+    if (r.when.from_minute && r.when.until_minute) {
+      s.from = r.when.from_minute;
+      s.until = r.when.until_minute;
+    }
+    const auto& sig = r.when.signals;
+    if (std::find(sig.begin(), sig.end(), kFocusSignal) != sig.end()) s.focus = 1;
+    return s;
+  }
+  static Scope Hours(int from, int until) {
+    Scope s;
+    s.from = from;
+    s.until = until;
+    return s;
+  }
+  bool Has(const Observation& o) const {
+    if (weekdays != 0 && (weekdays & (1u << o.weekday)) == 0) return false;
+    if (from && until && !InWindow(o.minute, *from, *until)) return false;
+    if (focus != 0 && o.block_end.has_value() != (focus > 0)) return false;
+    return true;
+  }
+  // The messages of the other weekdays, or the other half of the day (for a fast rule's
+  // contrast).
+  Scope Rest() const {
+    Scope s;
+    if (weekdays != 0) s.weekdays = 0x7f & ~weekdays;
+    if (from && until) {
+      s.from = until;
+      s.until = from;
+    }
+    return s;
+  }
+  bool Morning() const { return from == 0 && until == kNoon; }
+};
 
 // What a pattern's observations say.
 struct Stats {
@@ -224,18 +316,34 @@ struct Stats {
   int64_t Contradictions() const { return std::lround(contra_w); }
 };
 
-bool InMask(unsigned mask, int weekday) { return mask == 0 || (mask & (1u << weekday)) != 0; }
+// Whether a message goes with pattern `kind`. A focus pattern's messages came during a
+// focus block (its scope says so).
+bool Holds(Kind kind, const Observation& o, const LearningConfig& c) {
+  switch (kind) {
+    case Kind::kFast:
+      return o.outcome == Outcome::kFast;
+    case Kind::kSlow:
+      return o.outcome == Outcome::kSlow;
+    case Kind::kSilent:
+      return !o.answered;
+    case Kind::kFocus:
+      return o.reply && o.block_end && *o.reply < *o.block_end &&
+             *o.reply - o.msg->occurred_at <= c.focus_reply;
+    case Kind::kHold:
+      return o.reply && o.block_end && *o.reply >= *o.block_end &&
+             *o.reply - *o.block_end <= c.fast_reply;
+  }
+  return false;
+}
 
 // With `ids`, also the (time, id) of each message for and against (for a rule's evidence;
 // a pattern only being tried needs the counts).
-Stats Measure(Kind kind, unsigned mask, const History& h, TimePoint now, const LearningConfig& c,
-              bool ids = false) {
+Stats Measure(Kind kind, const Scope& scope, const History& h, TimePoint now,
+              const LearningConfig& c, bool ids = false) {
   Stats s;
   for (const Observation& o : h.received) {
-    if (!InMask(mask, o.weekday)) continue;
-    bool holds = kind == Kind::kFast   ? o.outcome == Outcome::kFast
-                 : kind == Kind::kSlow ? o.outcome == Outcome::kSlow
-                                       : !o.answered;
+    if (!scope.Has(o)) continue;
+    bool holds = Holds(kind, o, c);
     ++s.total_n;
     if (holds) {
       ++s.support_n;
@@ -318,17 +426,33 @@ std::string Hours(std::chrono::minutes m) {
   return h == 1 ? "an hour" : std::to_string(h) + " hours";
 }
 
-// Fills name, summary, evidence and counts of `r` from `s`.
-void Describe(Rule& r, Kind kind, unsigned mask, const Stats& s, const Stats* other_days,
+// Fills name, summary, evidence and counts of `r` from `s`. `other` is the contrast: for a
+// fast rule on some days or hours, the other days or hours; for a hold rule, the messages
+// that came outside focus blocks.
+void Describe(Rule& r, Kind kind, const Scope& scope, const Stats& s, const Stats* other,
               const Entity& who, const LearningConfig& c) {
+  const unsigned mask = scope.weekdays;
+  const Stats* other_days = other;
   std::string slug = Slug(who.name);
   r.name = std::string("learned-") + KindName(kind) + "-" + slug;
   for (int d = 0; d < 7; ++d) {
     if (mask & (1u << d)) r.name += std::string("-") + kDayNames[d];
   }
+  if (scope.from) r.name += scope.Morning() ? "-mornings" : "-afternoons";
   switch (kind) {
     case Kind::kFast:
-      if (mask == 0) {
+      if (scope.from) {
+        bool am = scope.Morning();
+        r.summary = "Interrupt for " + who.name + (am ? " in the mornings" : " in the afternoons") +
+                    ": you answered " + Of(s.support_n, s.total_n) +
+                    (am ? " before noon" : " after noon") + " within " + Hours(c.fast_reply);
+        if (other != nullptr) {
+          r.summary += " (" + std::to_string(other->support_n) + " of " +
+                       std::to_string(other->total_n) +
+                       (am ? " in the afternoon)" : " in the morning)");
+        }
+        r.summary += ".";
+      } else if (mask == 0) {
         r.summary = "Interrupt for " + who.name + ": you answered " + Of(s.support_n, s.total_n) +
                     " of their messages within " + Hours(c.fast_reply) + ".";
       } else {
@@ -351,6 +475,23 @@ void Describe(Rule& r, Kind kind, unsigned mask, const Stats& s, const Stats* ot
                   " silently, like a newsletter: " + std::to_string(s.total_n) +
                   " messages, none answered, and you never wrote " + "to them.";
       break;
+    case Kind::kFocus:
+      r.summary = "Interrupt for " + who.name + " even during focus blocks: you answered " +
+                  Of(s.support_n, s.total_n) +
+                  " of their messages that came during a focus block within " +
+                  Hours(c.focus_reply) + ", before it ended.";
+      break;
+    case Kind::kHold:
+      r.summary = "Hold " + who.name + "'s messages until your focus block ends: you answered " +
+                  Of(s.support_n, s.total_n) +
+                  " that came during a focus block only after it ended, within " +
+                  Hours(c.fast_reply);
+      if (other != nullptr) {
+        r.summary += " (outside focus blocks, " + std::to_string(other->support_n) + " of " +
+                     std::to_string(other->total_n) + " within " + Hours(c.fast_reply) + ")";
+      }
+      r.summary += ".";
+      break;
   }
   r.evidence = Newest(s.support_ids);
   r.contradiction_evidence = Newest(s.contra_ids);
@@ -358,7 +499,7 @@ void Describe(Rule& r, Kind kind, unsigned mask, const Stats& s, const Stats* ot
   r.contradictions = s.Contradictions();
 }
 
-Rule NewLearned(Kind kind, unsigned mask, const Entity& who) {
+Rule NewLearned(Kind kind, const Scope& scope, const Entity& who) {
   Rule r;
   r.origin = RuleOrigin::kLearned;
   r.status = RuleStatus::kProposed;
@@ -366,50 +507,93 @@ Rule NewLearned(Kind kind, unsigned mask, const Entity& who) {
   r.kind = RuleKind::kTriage;
   r.pattern = std::string(KindName(kind)) + ":" + who.id;
   r.when.counterparties = {who.id};
-  r.when.weekdays = mask;
+  r.when.weekdays = scope.weekdays;
+  r.when.from_minute = scope.from;
+  r.when.until_minute = scope.until;
+  if (scope.focus > 0) r.when.signals = {kFocusSignal};
   r.then.triage_class = EffectOf(kind);
   return r;
 }
 
+// A finding of `kind` over `scope`, described with `other` as its contrast.
+Finding Found(Kind kind, const Scope& scope, const History& h, const Stats* other,
+              const Entity& who, TimePoint now, const LearningConfig& c) {
+  Finding f{NewLearned(kind, scope, who)};
+  Describe(f.rule, kind, scope, Measure(kind, scope, h, now, c, true), other, who, c);
+  return f;
+}
+
+// Whether the messages of `rest` show that the scope matters: at least 2, at most
+// other_days_max_ratio of them fast.
+bool Contrasts(const Stats& rest, const LearningConfig& c) {
+  return rest.total_n >= 2 &&
+         rest.support_n <= c.other_days_max_ratio * static_cast<double>(rest.total_n);
+}
+
 // The fast-reply pattern of one counterparty: on every day, or on the weekdays where it
 // holds while the other days do not.
+// holds while the other days do not; else in the mornings or the afternoons, likewise.
 std::optional<Finding> FindFast(const History& h, const Entity& who, TimePoint now,
                                 const LearningConfig& c) {
-  Stats all = Measure(Kind::kFast, 0, h, now, c);
-  if (Qualifies(all, c.thresholds)) {
-    Finding f{NewLearned(Kind::kFast, 0, who)};
-    Describe(f.rule, Kind::kFast, 0, Measure(Kind::kFast, 0, h, now, c, true), nullptr, who, c);
-    return f;
-  }
-  unsigned mask = 0;
+  Stats all = Measure(Kind::kFast, Scope{}, h, now, c);
+  if (Qualifies(all, c.thresholds)) return Found(Kind::kFast, Scope{}, h, nullptr, who, now, c);
+  Scope days;
   for (int d = 0; d < 7; ++d) {
-    Stats day = Measure(Kind::kFast, 1u << d, h, now, c);
+    Scope one;
+    one.weekdays = 1u << d;
+    Stats day = Measure(Kind::kFast, one, h, now, c);
     if (day.total_n >= 2 &&
         day.support_n >= c.thresholds.pretty_min_ratio * static_cast<double>(day.total_n)) {
-      mask |= 1u << d;
+      days.weekdays |= 1u << d;
     }
   }
-  if (mask == 0 || mask == 0x7f) return std::nullopt;
-  Stats on = Measure(Kind::kFast, mask, h, now, c);
-  Stats off = Measure(Kind::kFast, 0x7f & ~mask, h, now, c);
-  if (!Qualifies(on, c.thresholds)) return std::nullopt;
-  if (off.total_n < 2 ||
-      off.support_n > c.other_days_max_ratio * static_cast<double>(off.total_n)) {
-    return std::nullopt;  // no sign that the day matters
+  if (days.weekdays != 0 && days.weekdays != 0x7f) {
+    Stats on = Measure(Kind::kFast, days, h, now, c);
+    Stats off = Measure(Kind::kFast, days.Rest(), h, now, c);
+    // Without the contrast, nothing says the day matters.
+    if (Qualifies(on, c.thresholds) && Contrasts(off, c)) {
+      return Found(Kind::kFast, days, h, &off, who, now, c);
+    }
   }
-  Finding f{NewLearned(Kind::kFast, mask, who)};
-  Describe(f.rule, Kind::kFast, mask, Measure(Kind::kFast, mask, h, now, c, true), &off, who, c);
-  return f;
+  // Not by day: by the half of the day (local time, split at noon).
+  for (Scope half : {Scope::Hours(0, kNoon), Scope::Hours(kNoon, 0)}) {
+    Stats on = Measure(Kind::kFast, half, h, now, c);
+    if (!Qualifies(on, c.thresholds)) continue;
+    Stats off = Measure(Kind::kFast, half.Rest(), h, now, c);
+    if (Contrasts(off, c)) return Found(Kind::kFast, half, h, &off, who, now, c);
+  }
+  return std::nullopt;
+}
+
+// What the person does with the counterparty's messages that come during focus blocks:
+// answers them before the block ends (focus: interrupt even then; looked for only when no
+// fast rule holds: one that does interrupts already, and a weekday's or an hour's fast
+// messages falling in blocks are no sign that the block matters), or only after it ends
+// though they answer them fast otherwise (hold: surface at the transition).
+std::optional<Finding> FindFocus(const History& h, const Entity& who, bool any_fast, TimePoint now,
+                                 const LearningConfig& c) {
+  Scope in;
+  in.focus = 1;
+  if (!any_fast && Qualifies(Measure(Kind::kFocus, in, h, now, c), c.thresholds)) {
+    return Found(Kind::kFocus, in, h, nullptr, who, now, c);
+  }
+  if (!Qualifies(Measure(Kind::kHold, in, h, now, c), c.thresholds)) return std::nullopt;
+  Scope out;
+  out.focus = -1;
+  Stats outside = Measure(Kind::kFast, out, h, now, c);
+  if (outside.total_n < 2 ||
+      outside.support_n < c.thresholds.pretty_min_ratio * static_cast<double>(outside.total_n)) {
+    return std::nullopt;  // they do not answer them fast otherwise: nothing to hold back
+  }
+  return Found(Kind::kHold, in, h, &outside, who, now, c);
 }
 
 std::optional<Finding> FindQuiet(const History& h, const Entity& who, TimePoint now,
                                  const LearningConfig& c) {
   for (Kind kind : {Kind::kSilent, Kind::kSlow}) {
-    Stats s = Measure(kind, 0, h, now, c);
+    Stats s = Measure(kind, Scope{}, h, now, c);
     if (!Qualifies(s, c.thresholds)) continue;
-    Finding f{NewLearned(kind, 0, who)};
-    Describe(f.rule, kind, 0, Measure(kind, 0, h, now, c, true), nullptr, who, c);
-    return f;
+    return Found(kind, Scope{}, h, nullptr, who, now, c);
   }
   return std::nullopt;
 }
@@ -437,8 +621,9 @@ json Backtest(const Rule& r, const History& h,
   TimePoint from = now - std::chrono::days(c.backtest_days);
   int messages = 0, changed = 0;
   json from_class = json::object();
+  Scope scope = Scope::Of(r);
   for (const Observation& o : h.received) {
-    if (o.msg->occurred_at < from || !InMask(r.when.weekdays, o.weekday)) continue;
+    if (o.msg->occurred_at < from || !scope.Has(o)) continue;
     ++messages;
     auto it = got.find(o.msg->id);
     if (it == got.end() || it->second == *r.then.triage_class) continue;
@@ -465,8 +650,11 @@ std::vector<Finding> FindIn(const std::unordered_map<std::string, History>& hist
   for (const auto& [entity_id, h] : histories) {
     auto who = entities.find(entity_id);
     if (who == entities.end()) continue;
-    if (auto f = FindFast(h, who->second, now, config)) out.push_back(std::move(*f));
+    auto fast = FindFast(h, who->second, now, config);
+    bool any_fast = fast.has_value();
+    if (fast) out.push_back(std::move(*fast));
     if (auto f = FindQuiet(h, who->second, now, config)) out.push_back(std::move(*f));
+    if (auto f = FindFocus(h, who->second, any_fast, now, config)) out.push_back(std::move(*f));
   }
   std::sort(out.begin(), out.end(),
             [](const Finding& a, const Finding& b) { return a.rule.pattern < b.rule.pattern; });
@@ -478,9 +666,10 @@ std::vector<Finding> FindIn(const std::unordered_map<std::string, History>& hist
 std::vector<Finding> FindPatterns(const std::vector<MessageFact>& messages,
                                   const std::map<std::string, Entity>& entities,
                                   const WorkspaceSettings& settings, TimePoint now,
-                                  const LearningConfig& config) {
+                                  const LearningConfig& config, const std::vector<Span>& blocks) {
   LearnMemory::Impl scratch;
-  return FindIn(Observe(messages, settings, now, config, &scratch), entities, now, config);
+  return FindIn(Observe(messages, SortedBlocks(blocks), settings, now, config, &scratch), entities,
+                now, config);
 }
 
 namespace {
@@ -495,14 +684,20 @@ bool ReevaluateWith(Rule& r, const std::unordered_map<std::string, History>& his
   static const History kNone;
   auto it = histories.find(split->second);
   const History& h = it == histories.end() ? kNone : it->second;
-  unsigned mask = r.when.weekdays;
-  Stats s = Measure(split->first, mask, h, now, c, true);
+  Scope scope = Scope::Of(r);
+  if (split->first == Kind::kFocus || split->first == Kind::kHold) scope.focus = 1;
+  Stats s = Measure(split->first, scope, h, now, c, true);
   std::string name = r.name;
-  if (split->first == Kind::kFast && mask != 0) {
-    Stats off = Measure(Kind::kFast, 0x7f & ~mask, h, now, c);
-    Describe(r, split->first, mask, s, &off, who->second, c);
+  if (split->first == Kind::kFast && (scope.weekdays != 0 || scope.from)) {
+    Stats off = Measure(Kind::kFast, scope.Rest(), h, now, c);
+    Describe(r, split->first, scope, s, &off, who->second, c);
+  } else if (split->first == Kind::kHold) {
+    Scope out;
+    out.focus = -1;
+    Stats outside = Measure(Kind::kFast, out, h, now, c);
+    Describe(r, split->first, scope, s, &outside, who->second, c);
   } else {
-    Describe(r, split->first, mask, s, nullptr, who->second, c);
+    Describe(r, split->first, scope, s, nullptr, who->second, c);
   }
   r.name = name;  // a rule keeps the name it was proposed (or edited) under
   return true;
@@ -512,10 +707,10 @@ bool ReevaluateWith(Rule& r, const std::unordered_map<std::string, History>& his
 
 bool Reevaluate(Rule& r, const std::vector<MessageFact>& messages,
                 const std::map<std::string, Entity>& entities, const WorkspaceSettings& settings,
-                TimePoint now, const LearningConfig& config) {
+                TimePoint now, const LearningConfig& config, const std::vector<Span>& blocks) {
   LearnMemory::Impl scratch;
-  return ReevaluateWith(r, Observe(messages, settings, now, config, &scratch), entities, now,
-                        config);
+  return ReevaluateWith(r, Observe(messages, SortedBlocks(blocks), settings, now, config, &scratch),
+                        entities, now, config);
 }
 
 namespace {
@@ -623,8 +818,9 @@ Status Recall(ReadTx& tx, const std::string& ws_id, const WorkspaceSettings& set
 }
 
 // Whether what the person did with a message `r` decided goes with the rule: they answered
-// an interrupting message fast, a digest message not fast, a silent one never. nullopt for
-// a class their answers say nothing of (surface_at_transition).
+// an interrupting message fast, a digest message not fast, a silent one never, and one held
+// until a focus block ended not before it ended. nullopt when their answer says nothing of
+// it (a held message with no block active surfaced at once).
 std::optional<bool> Agrees(TriageClass cls, const Observation& o) {
   switch (cls) {
     case TriageClass::kInterruptNow:
@@ -633,9 +829,11 @@ std::optional<bool> Agrees(TriageClass cls, const Observation& o) {
       return o.outcome != Outcome::kFast;
     case TriageClass::kHandleSilently:
       return !o.answered;
-    default:
-      return std::nullopt;
+    case TriageClass::kSurfaceAtTransition:
+      if (!o.block_end) return std::nullopt;
+      return !(o.reply && *o.reply < *o.block_end);
   }
+  return std::nullopt;
 }
 
 // A person's active triage rules, checked against what the person did with the messages
@@ -650,8 +848,7 @@ Status RecheckOwnRules(ReadTx& tx, const std::string& ws_id, const LearningConfi
   std::vector<const Rule*> own;
   for (const Rule& r : stored) {
     if (r.origin == RuleOrigin::kUser && r.status == RuleStatus::kActive &&
-        r.kind == RuleKind::kTriage && r.then.triage_class &&
-        *r.then.triage_class != TriageClass::kSurfaceAtTransition) {
+        r.kind == RuleKind::kTriage && r.then.triage_class) {
       own.push_back(&r);
     }
   }
@@ -700,6 +897,9 @@ Status RecheckOwnRules(ReadTx& tx, const std::string& ws_id, const LearningConfi
           : *cur->then.triage_class == TriageClass::kDailyDigest
               ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
                     " messages it put in the digest " + "within " + Hours(config.fast_reply)
+          : *cur->then.triage_class == TriageClass::kSurfaceAtTransition
+              ? "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
+                    " messages it held during a focus block before the block ended"
               : "you answered " + std::to_string(against) + " of the " + std::to_string(s.total_n) +
                     " messages it recorded silently";
       std::string why = "Retired your rule '" + r.name + "': " + did + " (support " +
@@ -729,8 +929,11 @@ const Rule* CoveredBy(const Rule& f, const std::vector<Rule>& stored, const Enti
       continue;
     }
     const RuleConditions& c = r.when;
-    if (!c.signals.empty() || !c.not_signals.empty() || !c.channels.empty() || !c.words.empty() ||
-        c.from_minute || c.until_minute) {
+    if (!c.not_signals.empty() || !c.channels.empty() || !c.words.empty()) continue;
+    // Its signals and hours must not leave out a message of f's: none, or the same as f's.
+    if (!c.signals.empty() && c.signals != f.when.signals) continue;
+    if (c.from_minute &&
+        (c.from_minute != f.when.from_minute || c.until_minute != f.when.until_minute)) {
       continue;
     }
     if (c.weekdays != 0 && (f.when.weekdays == 0 || (f.when.weekdays & ~c.weekdays) != 0)) {
@@ -764,8 +967,14 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
   auto stored = tx.rules().List(ws_id, /*active_only=*/false);
   if (!stored.ok()) return stored.status();
   *fingerprint = Fingerprint(*stored);
+  // The focus blocks are read on every pass (a few a day; no memory): a calendar change
+  // retracts a block without a new episode to tell an incremental read.
+  auto spans = tx.episodes().BlocksSince(
+      ws_id, now - std::chrono::days(config.lookback_days) - kMaxBlockLength);
+  if (!spans.ok()) return spans.status();
+  Blocks blocks{std::move(*spans)};
 
-  auto histories = Observe(memory, now, config);
+  auto histories = Observe(memory, blocks, now, config);
   std::map<std::string, Entity> entities;
   auto load_entity = [&](const std::string& id) -> Status {
     if (entities.count(id)) return Status::Ok();

@@ -1,5 +1,7 @@
 // The learner: rules found in a workspace's own history (who the person answers fast, and
-// on which weekdays; whom they leave for days; senders they never write to), proposed to
+// on which weekdays or half of the day; whom they leave for days; senders they never write
+// to; whom they answer during focus blocks, and whom they leave until the block ends),
+// proposed to
 // the person with their evidence, contradictions, confidence and a backtest. A person
 // accepts (the rule becomes active, triage uses it from the next message) or rejects them.
 // The method, thresholds and half-life: docs/learning.md.
@@ -24,8 +26,11 @@ namespace cortex {
 struct LearningConfig {
   std::chrono::minutes fast_reply{180};  // answered within this: "fast"
   std::chrono::hours slow_reply{24};     // not answered within this: "slow"
-  double half_life_days = 90;            // an episode this old counts half
-  int lookback_days = 365;               // older episodes are not read
+  // A message during a focus block answered within this, before the block ended: the
+  // person let it interrupt them ("focus").
+  std::chrono::minutes focus_reply{30};
+  double half_life_days = 90;  // an episode this old counts half
+  int lookback_days = 365;     // older episodes are not read
   int backtest_days = 30;
   // A weekday rule needs the other days to be answered fast at most this often.
   double other_days_max_ratio = 0.25;
@@ -35,24 +40,29 @@ struct LearningConfig {
   ConfidenceThresholds thresholds;
 };
 
+// A calendar (focus) block: (start, end).
+using Span = std::pair<TimePoint, TimePoint>;
+
 // What one pass found for one pattern, before it is compared with the stored rules.
 struct Finding {
   Rule rule;  // origin learned, status proposed, pattern set, no id yet
 };
 
 // The pure part of a pass: the patterns `messages` support, as of `now`. `entities` names
-// the counterparties (by id); those missing are skipped. Deterministic: sorted by pattern.
+// the counterparties (by id); those missing are skipped; `blocks` are the workspace's focus
+// blocks. Deterministic: sorted by pattern.
 std::vector<Finding> FindPatterns(const std::vector<MessageFact>& messages,
                                   const std::map<std::string, Entity>& entities,
                                   const WorkspaceSettings& settings, TimePoint now,
-                                  const LearningConfig& config);
+                                  const LearningConfig& config,
+                                  const std::vector<Span>& blocks = {});
 
 // Recomputes evidence, contradictions, support and summary of a learned rule `r` (its
 // pattern and conditions) from `messages`. False iff its pattern names no counterparty in
 // `entities`.
 bool Reevaluate(Rule& r, const std::vector<MessageFact>& messages,
                 const std::map<std::string, Entity>& entities, const WorkspaceSettings& settings,
-                TimePoint now, const LearningConfig& config);
+                TimePoint now, const LearningConfig& config, const std::vector<Span>& blocks = {});
 
 struct LearnReport {
   int proposed = 0;           // new proposals (rule_proposed decisions)

@@ -407,6 +407,12 @@ void SortForEvaluation(std::vector<Rule>& rules) {
     if (sa != sb) return sa > sb;
     if (a.origin != b.origin)
       return a.origin == RuleOrigin::kUser;  // a person's rule beats a learned one
+    // Of two learned rules, one with a signal (the moment: a focus block) before one
+    // without (the calendar: weekdays, hours), so that "hold during focus blocks" holds
+    // even on the days another learned rule interrupts.
+    if (a.origin == RuleOrigin::kLearned && a.when.signals.size() != b.when.signals.size()) {
+      return a.when.signals.size() > b.when.signals.size();
+    }
     return a.position < b.position;
   });
 }

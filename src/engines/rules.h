@@ -41,7 +41,8 @@ std::string ConfidenceLabel(const Rule& rule, const ConfidenceThresholds& t);
 bool RuleMatches(const Rule& rule, const Situation& s);
 
 // Sorts rules into evaluation order: priority (high first), then specificity (more
-// conditions first), then their position in the file.
+// conditions first), then a person's rule before a learned one (of two learned ones, the
+// one with more signals first), then their position in the file.
 void SortForEvaluation(std::vector<Rule>& rules);
 
 // The result of parsing a rules file: rules (without ids) and the workspace settings.

@@ -168,6 +168,43 @@ rules:
   EXPECT_EQ(names, (std::vector<std::string>{"urgent", "specific", "broad", "broad-too"}));
 }
 
+// Of two learned rules at the same priority and specificity, the one with a signal (a
+// focus-block hold rule) is tried before one with weekdays, whatever their order; a
+// person's rule still comes before both.
+TEST(RuleOrderTest, LearnedRuleWithASignalBeforeOneWithout) {
+  auto learned = [](const std::string& name, int position) {
+    Rule r;
+    r.name = name;
+    r.origin = RuleOrigin::kLearned;
+    r.position = position;
+    r.when.counterparties = {"sam@x.example"};
+    return r;
+  };
+  Rule tuesdays = learned("learned-fast-sam-tue", 0);
+  tuesdays.when.weekdays = 1u << 1;
+  Rule hold = learned("learned-hold-sam", 1);
+  hold.when.signals = {"active_focus_block"};
+  Rule mine = learned("mine", 2);
+  mine.origin = RuleOrigin::kUser;
+  mine.when.weekdays = 1u << 1;
+  std::vector<Rule> rules = {tuesdays, hold, mine};
+  SortForEvaluation(rules);
+  std::vector<std::string> names;
+  for (const Rule& r : rules) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"mine", "learned-hold-sam", "learned-fast-sam-tue"}));
+  // A Tuesday message during a block: the hold rule decides.
+  Situation s;
+  s.local_weekday = 1;
+  s.signals = {{"active_focus_block", "Calendar block 'Deep work' active until 11:00."}};
+  Entity sam;
+  sam.id = "entity_sam";
+  sam.identifiers = {"sam@x.example"};
+  s.counterparty = &sam;
+  rules.erase(rules.begin());
+  ASSERT_TRUE(RuleMatches(rules[0], s));
+  EXPECT_EQ(rules[0].name, "learned-hold-sam");
+}
+
 TEST(ConfidenceTest, Thresholds) {
   ConfidenceThresholds t;
   Rule r;

@@ -48,10 +48,13 @@ class EpisodesReader {
   };
   Result<History> CounterpartyHistory(const std::string& ws, const std::string& entity_id,
                                       TimePoint t, TimePoint awaiting_since);
-  // Stored episodes in `thread` with occurred_at in [from, to] (counted up to 100).
   // Every message (received or sent) with a counterparty that occurred at or after `since`,
   // in no particular order.
   Result<std::vector<MessageFact>> MessagesSince(const std::string& ws, TimePoint since);
+  // The calendar blocks (focus blocks) begun after `since` that still stand (not
+  // retracted, migration 26): (start, end), by start.
+  Result<std::vector<std::pair<TimePoint, TimePoint>>> BlocksSince(const std::string& ws,
+                                                                   TimePoint since);
   // The episodes stamped with a world_version greater than `after` (a reader keeping up
   // with the workspace: the learner): how many, of any kind; the messages with a
   // counterparty among them; and the greatest version among them ("" if none).
@@ -67,6 +70,7 @@ class EpisodesReader {
   // that surfaces at or after `since` or never (and maybe some others).
   Result<std::vector<std::pair<std::string, TriageClass>>> NotifiedClasses(const std::string& ws,
                                                                            TimePoint since);
+  // Stored episodes in `thread` with occurred_at in [from, to] (counted up to 100).
   Result<int64_t> CountInThread(const std::string& ws, const std::string& thread, TimePoint from,
                                 TimePoint to);
 

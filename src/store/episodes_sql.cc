@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 
 #include "store/episodes.h"
 #include "store/sql_tx.h"
@@ -384,7 +385,9 @@ Status EpisodesWriter::Retract(const std::string& ws, const std::string& episode
 Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string& ws,
                                                                TimePoint since) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  // One range of episodes_by_kind per kind.
+  // SQLite walks episodes_by_entity_kind over every episode of the workspace with a
+  // counterparty, reading each row in the time range (episodes_by_kind, by kind and time,
+  // was dropped by migration 8). It runs only on a learning pass's whole read.
   Stmt s = s_.conn.Prepare(
       "SELECT id, kind, occurred_at, entity_id, thread FROM episodes WHERE workspace_id = ?"
       " AND kind IN ('message_received', 'message_sent') AND occurred_at >= ?"
@@ -393,6 +396,18 @@ Result<std::vector<MessageFact>> EpisodesReader::MessagesSince(const std::string
   return AllRows(s, [](const Stmt& s) {
     return MessageFact{s.Text(0), s.Text(1) == "message_sent", s.Time(2), s.Text(3), s.Text(4)};
   });
+}
+
+Result<std::vector<std::pair<TimePoint, TimePoint>>> EpisodesReader::BlocksSince(
+    const std::string& ws, TimePoint since) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // A range of episodes_blocks (migration 8), less the retracted blocks.
+  static const std::string sql =
+      Concat({"SELECT occurred_at, ends_at FROM episodes", triage_sql::kBlocksBegunIn,
+              " AND ends_at IS NOT NULL ORDER BY occurred_at"});
+  Stmt s = s_.conn.Prepare(sql);
+  s.Bind(1, ws).Bind(2, since).Bind(3, std::numeric_limits<int64_t>::max());
+  return AllRows(s, [](const Stmt& s) { return std::make_pair(s.Time(0), s.Time(1)); });
 }
 
 Result<EpisodesReader::AfterVersion> EpisodesReader::EpisodesAfterVersion(

@@ -36,11 +36,25 @@ class Builder {
   // A received message on `weekday` of `week` during working hours, and the person's
   // answer `reply` later (none if negative). Only what happened before now is kept.
   void Exchange(const std::string& entity, int week, int weekday, minutes reply) {
-    TimePoint at = start_ + days(7 * week + weekday) + hours(9) + minutes(Uniform(0, 8 * 60 - 1));
+    ExchangeAt(entity, Day(week, weekday) + hours(9) + minutes(Uniform(0, 8 * 60 - 1)), reply);
+  }
+  // The same at `at`.
+  void ExchangeAt(const std::string& entity, TimePoint at, minutes reply) {
     if (at >= o_.now) return;
     std::string thread = "t" + std::to_string(threads_++);
     Add(entity, false, at, thread);
     if (reply.count() >= 0 && at + reply < o_.now) Add(entity, true, at + reply, thread);
+  }
+  // Midnight (UTC) starting `weekday` of `week`.
+  TimePoint Day(int week, int weekday) const { return start_ + days(7 * week + weekday); }
+  // A time during working hours, on a working day of `week`, outside every focus block.
+  TimePoint OutsideBlocks(int week) {
+    for (;;) {
+      TimePoint at = Day(week, Uniform(0, 4)) + hours(9) + minutes(Uniform(0, 8 * 60 - 1));
+      bool inside = std::any_of(w_.blocks.begin(), w_.blocks.end(),
+                                [&](const auto& b) { return b.first <= at && at < b.second; });
+      if (!inside) return at;
+    }
   }
 
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
@@ -67,15 +81,36 @@ class Builder {
 
 }  // namespace
 
+size_t PlantedWorld::PlantedCount() const {
+  size_t n = 0;
+  for (const auto& [entity, planted] : truth) n += planted.size();
+  return n;
+}
+
 PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
   PlantedWorld w;
   Builder b(o, w);
+  // Focus blocks first (the counterparties' messages are placed around them): two hours,
+  // starting on the hour between 09:00 and 15:00, on `blocks_per_week` working days.
+  using Span = std::pair<TimePoint, TimePoint>;
+  std::vector<std::vector<Span>> blocks_of_week(static_cast<size_t>(o.weeks));
+  for (int week = 0; week < o.weeks; ++week) {
+    std::vector<int> days = {0, 1, 2, 3, 4};
+    std::shuffle(days.begin(), days.end(), std::mt19937(o.seed * 1000u + week));
+    for (int i = 0; i < std::min(o.blocks_per_week, 5); ++i) {
+      TimePoint start = b.Day(week, days[i]) + hours(b.Uniform(9, 15));
+      if (start + hours(2) >= o.now) continue;
+      blocks_of_week[week].emplace_back(start, start + hours(2));
+      w.blocks.emplace_back(start, start + hours(2));
+    }
+  }
+  std::sort(w.blocks.begin(), w.blocks.end());
   const minutes kNever{-1};
   auto fast = [&] { return minutes(b.Uniform(5, 60)); };
   auto late = [&] { return minutes(b.Uniform(26 * 60, 72 * 60)); };
   for (int i = 0; i < o.fast_all; ++i) {
     std::string e = b.AddEntity("Fast");
-    w.truth[e] = {"fast", 0};
+    w.truth[e] = {{"fast", 0, ""}};
     for (int week = 0; week < o.weeks; ++week) {
       for (int m = 0; m < o.messages_per_week; ++m) b.Exchange(e, week, b.Uniform(0, 4), fast());
     }
@@ -86,7 +121,7 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
     int d1 = b.Uniform(0, 4);
     unsigned mask = 1u << d1;
     if (i % 2 == 1) mask |= 1u << ((d1 + 2) % 5);
-    w.truth[e] = {"fast", mask};
+    w.truth[e] = {{"fast", mask, ""}};
     std::vector<int> on, off;
     for (int d = 0; d < 5; ++d) ((mask & (1u << d)) ? on : off).push_back(d);
     for (int week = 0; week < o.weeks; ++week) {
@@ -101,7 +136,7 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
   }
   for (int i = 0; i < o.slow; ++i) {
     std::string e = b.AddEntity("Slow");
-    w.truth[e] = {"slow", 0};
+    w.truth[e] = {{"slow", 0, ""}};
     for (int week = 0; week < o.weeks; ++week) {
       for (int m = 0; m < o.messages_per_week; ++m) {
         b.Exchange(e, week, b.Uniform(0, 4),
@@ -111,7 +146,7 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
   }
   for (int i = 0; i < o.newsletters; ++i) {
     std::string e = b.AddEntity("Newsletter");
-    w.truth[e] = {"silent", 0};
+    w.truth[e] = {{"silent", 0, ""}};
     for (int week = 0; week < o.weeks; ++week) {
       int n = b.Uniform(1, 2);
       for (int m = 0; m < n; ++m) b.Exchange(e, week, b.Uniform(0, 6), kNever);
@@ -129,6 +164,51 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
         b.Exchange(e, week, b.Uniform(0, 4), minutes(b.Uniform(0, 48 * 60)));
       }
     }
+  }
+  for (int i = 0; i < o.fast_hours; ++i) {
+    std::string e = b.AddEntity("Hours");
+    bool mornings = i % 2 == 0;
+    w.truth[e] = {{"fast", 0, mornings ? "00:00-12:00" : "12:00-00:00"}};
+    for (int week = 0; week < o.weeks; ++week) {
+      for (int m = 0; m < o.messages_per_week; ++m) {
+        // Alternately in the morning (09:00-11:59) and the afternoon (12:00-16:59).
+        bool morning = m % 2 == 0;
+        minutes at = morning ? minutes(b.Uniform(9 * 60, 12 * 60 - 1))
+                             : minutes(b.Uniform(12 * 60, 17 * 60 - 1));
+        b.ExchangeAt(e, b.Day(week, b.Uniform(0, 4)) + at, morning == mornings ? fast() : late());
+      }
+    }
+  }
+  // Focus counterparties: every other message during one of the week's blocks (in its first
+  // 100 minutes), the others outside every block.
+  auto focus = [&](const std::string& e, bool hold) {
+    for (int week = 0; week < o.weeks; ++week) {
+      const auto& spans = blocks_of_week[week];
+      for (int m = 0; m < o.messages_per_week; ++m) {
+        if (m % 2 == 0 && !spans.empty()) {
+          const Span& block = spans[b.Uniform(0, static_cast<int>(spans.size()) - 1)];
+          TimePoint at = block.first + minutes(b.Uniform(0, 99));
+          // focus: within half an hour, before the block ends; hold: within an hour after.
+          minutes reply = hold ? std::chrono::duration_cast<minutes>(block.second - at) +
+                                     minutes(b.Uniform(5, 60))
+                               : minutes(b.Uniform(5, 20));
+          b.ExchangeAt(e, at, reply);
+        } else {
+          b.ExchangeAt(e, b.OutsideBlocks(week), hold ? fast() : late());
+        }
+      }
+    }
+  };
+  for (int i = 0; i < o.focus_fast; ++i) {
+    std::string e = b.AddEntity("Focus");
+    w.truth[e] = {{"focus", 0, ""}};
+    focus(e, false);
+  }
+  for (int i = 0; i < o.focus_hold; ++i) {
+    std::string e = b.AddEntity("Hold");
+    // Answered within 3 hours on the whole too (fast), but held during blocks.
+    w.truth[e] = {{"fast", 0, ""}, {"hold", 0, ""}};
+    focus(e, true);
   }
   if (o.filler_per_week > 0) {
     std::vector<std::string> pool;
@@ -152,6 +232,16 @@ std::string PlantedWorld::Jsonl() const {
     address[e.id] = e.identifiers[0];
     nlohmann::json line = {
         {"type", "entity"}, {"name", e.name}, {"kind", e.kind}, {"identifiers", e.identifiers}};
+    out += line.dump() + "\n";
+  }
+  for (const auto& [start, end] : blocks) {
+    nlohmann::json line = {{"type", "episode"},
+                           {"kind", "calendar_block"},
+                           {"occurred_at", FormatTime(start)},
+                           {"ends_at", FormatTime(end)},
+                           {"subject", "Deep work"},
+                           {"summary", "Focus block"},
+                           {"external_id", "block_" + FormatTime(start)}};
     out += line.dump() + "\n";
   }
   for (const MessageFact& m : messages) {

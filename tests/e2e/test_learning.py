@@ -187,6 +187,80 @@ class TestLearning(unittest.TestCase):
         active = self.call(self.agent, "rule.list", {"status": "active"})["rules"]
         self.assertEqual([r["rule_id"] for r in active], [jordan["rule_id"]])
 
+    def ingest(self, lines, name):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(l) + "\n" for l in lines))
+        cli(self.data, "ingest", "--data", self.data, "--workspace", "w", path)
+
+    def test_focus_blocks_hold_rule(self):
+        """Sam is answered within minutes, except during focus blocks, when the answer
+        comes just after the block: the learner proposes a hold rule beside the fast rule;
+        accepted (through the CLI), a message during a block is held until it ends, and one
+        outside a block interrupts."""
+        lines = [{"type": "entity", "name": "Sam Reed", "identifiers": ["sam@planted.example"]}]
+        today = self.now.replace(hour=0, minute=0, second=0, microsecond=0)
+        for i in range(5):
+            day = today - datetime.timedelta(days=14 - i)
+            start = day + datetime.timedelta(hours=10 if i < 3 else 14)
+            end = start + datetime.timedelta(hours=2)
+            lines.append({"type": "episode", "kind": "calendar_block", "occurred_at": iso(start),
+                          "ends_at": iso(end), "subject": "Deep work", "summary": "Focus",
+                          "external_id": f"blk-{i}"})
+            outside = day + datetime.timedelta(hours=17 if i < 3 else 9)
+            for n, (at, reply) in enumerate(((start + datetime.timedelta(minutes=30),
+                                              end + datetime.timedelta(minutes=10)),
+                                             (outside, outside + datetime.timedelta(minutes=10)))):
+                thread = f"sam-{i}-{n}"
+                lines.append({"type": "episode", "kind": "message_received",
+                              "occurred_at": iso(at), "counterparty": "sam@planted.example",
+                              "subject": "Hi", "summary": "Hi", "thread": thread})
+                lines.append({"type": "episode", "kind": "message_sent",
+                              "occurred_at": iso(reply), "counterparty": "sam@planted.example",
+                              "subject": "Re: Hi", "summary": "Re", "thread": thread})
+        self.ingest(lines, "sam.jsonl")
+        self.learn()
+        self.serve()
+        rules = self.call(self.agent, "rule.list", {"status": "proposed", "origin": "learned"})
+        by_name = {r["name"]: r for r in rules["rules"]}
+        hold = by_name.get("learned-hold-sam-reed")
+        fast = by_name.get("learned-fast-sam-reed")
+        self.assertIsNotNone(hold, sorted(by_name))
+        self.assertIsNotNone(fast, sorted(by_name))
+        self.assertEqual(hold["when"]["signals"], ["active_focus_block"])
+        self.assertEqual(hold["then"], {"triage": "surface_at_transition"})
+        self.assertEqual(hold["summary"],
+                         "Hold Sam Reed's messages until your focus block ends: you answered all "
+                         "5 of 5 that came during a focus block only after it ended, within 3 "
+                         "hours (outside focus blocks, 5 of 5 within 3 hours).")
+        self.assertEqual(len(hold["evidence"]), 5)
+        for rule in (hold, fast):
+            out = cli(self.data, "rules", "accept", "--data", self.data, "--workspace", "w",
+                      rule["rule_id"]).stdout
+            self.assertIn(rule["rule_id"], out)
+
+        # A block around now: Sam's message in it is held until it ends, by the hold rule;
+        # one from before the block interrupts, by the fast rule.
+        start = self.now - datetime.timedelta(hours=1)
+        self.ingest([{"type": "episode", "kind": "calendar_block", "occurred_at": iso(start),
+                      "ends_at": iso(start + datetime.timedelta(hours=2)),
+                      "subject": "Deep work", "summary": "Focus", "external_id": "blk-now"}],
+                    "block.jsonl")
+        for at, thread in ((self.now - datetime.timedelta(minutes=30), "in-block"),
+                           (self.now - datetime.timedelta(hours=3), "before-block")):
+            self.ingest([{"type": "episode", "kind": "message_received", "occurred_at": iso(at),
+                          "counterparty": "sam@planted.example", "subject": thread,
+                          "summary": thread, "thread": thread}], thread + ".jsonl")
+            triaged = self.call(self.agent, "decision.list",
+                                {"decision_class": "triage",
+                                 "counterparty": "sam@planted.example", "limit": 1})["decisions"][0]
+            if thread == "in-block":
+                self.assertEqual(triaged["triage_class"], "surface_at_transition", triaged)
+                self.assertEqual(triaged["rule_summary"], hold["summary"])
+            else:
+                self.assertEqual(triaged["triage_class"], "interrupt_now", triaged)
+                self.assertEqual(triaged["rule_summary"], fast["summary"])
+
     def test_bad_input_changes_nothing(self):
         self.learn()
         self.serve()
