@@ -43,10 +43,14 @@ function newTransport(url, token) {
     });
 }
 
-/** `cortex demo --data DIR`: loads the demo workspace. */
+/**
+ * `cortex demo --data DIR --today 2026-11-27`: loads the demo workspace where its files put
+ * it (the tour below asks about fixed days; without --today the demo moves to the present
+ * week, and from 4 Dec 2026 on its Tuesday is no longer 24 Nov).
+ */
 function loadDemo(dataDir) {
     const bin = requireCortexBin();
-    const args = ['demo', '--data', dataDir];
+    const args = ['demo', '--data', dataDir, '--today', '2026-11-27'];
     return new Promise((resolve, reject) => {
         execFile(bin, args, { timeout: 60_000, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
             if (error) {
