@@ -215,5 +215,17 @@ TEST_F(TaskRunnerTest, TheTasksOfADeadInstanceAreFailedByAnother) {
   EXPECT_EQ(Row(started->id).status, "failed");
 }
 
+TEST_F(TaskRunnerTest, AWorkingTaskOfAnInstanceWithNoHeartbeatAtAllIsFailed) {
+  // E.g. resumed by a tasks/update on an instance that stopped right after.
+  McpTask orphan = NewTask("echo");
+  orphan.status = "working";
+  orphan.instance_id = "inst_gone";
+  orphan.created_at = orphan.updated_at = clock_.Now();
+  ASSERT_TRUE(store_->Write([&](WriteTx& tx) { return tx.calls().InsertTask(orphan); }).ok());
+  TaskRunner b(*store_, clock_, Job, TaskRunnerOptions{.heartbeat = 0ms});
+  b.PollOnce();
+  EXPECT_EQ(Row(orphan.id).status, "failed");
+}
+
 }  // namespace
 }  // namespace cortex

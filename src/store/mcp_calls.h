@@ -81,8 +81,8 @@ class McpCallsWriter : public McpCallsReader {
   // Records that instance `instance` is alive at `now`.
   Status Heartbeat(const std::string& instance, TimePoint now);
   // Fails (status failed, `message`, `error` JSON) the working tasks of `instance`, or,
-  // with `instance` empty, of every instance whose last heartbeat is before `dead_before`,
-  // and forgets those instances (their rows keep instance_id: one that was alive after
+  // with `instance` empty, of every instance whose last heartbeat is before `dead_before`
+  // (or that has none: it stopped already), and forgets those instances (their rows keep instance_id: one that was alive after
   // all sees its tasks failed and stops them). Returns how many tasks it failed.
   Result<int64_t> FailTasksOf(const std::string& instance, TimePoint dead_before, TimePoint now,
                               const std::string& message, const nlohmann::json& error);

@@ -157,8 +157,8 @@ Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoi
   }
   Stmt s = s_.conn.Prepare(
       "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?"
-      " WHERE status = 'working' AND instance_id IN (SELECT id FROM mcp_task_instances WHERE"
-      " heartbeat_at < ?)");
+      " WHERE status = 'working' AND instance_id NOT IN (SELECT id FROM mcp_task_instances"
+      " WHERE heartbeat_at >= ?)");
   CORTEX_RETURN_IF_ERROR(
       s.Bind(1, message).Bind(2, error_text).Bind(3, now).Bind(4, dead_before).Run());
   failed = s_.conn.Changes();

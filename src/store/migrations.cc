@@ -614,7 +614,8 @@ CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_at);
 -- request state; instance_id names the instance running it ('' when none is: queued for
 -- none, waiting for input, or terminal). A tasks/cancel anywhere sets status cancelled;
 -- the running instance sees it (it polls its own rows by instance_id). Each instance
--- writes a heartbeat; the working tasks of an instance silent for over 30 s are failed.
+-- writes a heartbeat; the working tasks of an instance silent for over 30 s (or gone) are
+-- failed.
 ALTER TABLE mcp_tasks ADD COLUMN arguments TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE mcp_tasks ADD COLUMN scopes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE mcp_tasks ADD COLUMN input_requests TEXT NOT NULL DEFAULT '{}';
@@ -622,6 +623,7 @@ ALTER TABLE mcp_tasks ADD COLUMN input_responses TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE mcp_tasks ADD COLUMN request_state TEXT NOT NULL DEFAULT '';
 ALTER TABLE mcp_tasks ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX mcp_tasks_by_instance ON mcp_tasks(instance_id);
+CREATE INDEX mcp_tasks_working ON mcp_tasks(instance_id) WHERE status = 'working';
 CREATE TABLE mcp_task_instances (
   id           TEXT PRIMARY KEY,
   heartbeat_at INTEGER NOT NULL

@@ -174,12 +174,14 @@ class TasksAcrossInstances(unittest.TestCase):
         return latency
 
     def test_1_cancel_through_the_other_instance_stops_the_task(self):
-        same = self.cancel_frees_a(self.a)
-        other = self.cancel_frees_a(self.b)
-        print(f"\n  tasks/cancel -> the job stopped (its thread ran the next task): "
-              f"{same * 1000:.0f} ms through the same instance, "
-              f"{other * 1000:.0f} ms through the other", flush=True)
-        self.assertLess(other, 5.0)
+        same = [self.cancel_frees_a(self.a) for _ in range(3)]
+        other = [self.cancel_frees_a(self.b) for _ in range(3)]
+        ms = lambda xs: ", ".join(f"{x * 1000:.0f}" for x in xs)
+        print(f"\n  tasks/cancel -> the job stopped (its thread ran the next task), ms: "
+              f"through the same instance {ms(same)} (median {statistics.median(same) * 1000:.0f}); "
+              f"through the other {ms(other)} (median {statistics.median(other) * 1000:.0f}; "
+              f"it looks every 500 ms)", flush=True)
+        self.assertLess(max(other), 5.0)
 
     def test_2_trivial_task_latency(self):
         samples = []
