@@ -155,10 +155,15 @@ void TaskRunner::Run(Entry e) {
 }
 
 void TaskRunner::PollOnce() {
-  bool any;
+  bool any, beat = false;
+  auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     any = !active_.empty();
+    if (now - last_heartbeat_ >= options_.heartbeat) {
+      beat = true;
+      last_heartbeat_ = now;
+    }
   }
   if (any) {
     // A task cancelled (or failed) on another instance: stop its job.
@@ -177,9 +182,7 @@ void TaskRunner::PollOnce() {
       }
     }
   }
-  auto now = std::chrono::steady_clock::now();
-  if (now - last_heartbeat_ < options_.heartbeat) return;
-  last_heartbeat_ = now;
+  if (!beat) return;
   TimePoint t = clock_.Now();
   int64_t reaped = 0;
   Status st = store_.Write([&](WriteTx& tx) -> Status {

@@ -105,7 +105,7 @@ class TaskRunner {
   std::deque<Entry> queue_;
   std::unordered_map<std::string, std::shared_ptr<std::atomic<bool>>> active_;  // by task id
   bool stopping_ = false;
-  std::chrono::steady_clock::time_point last_heartbeat_{};
+  std::chrono::steady_clock::time_point last_heartbeat_{};  // guarded by mu_
   std::vector<std::thread> threads_;  // last: they start once everything above exists
 };
 
