@@ -24,6 +24,7 @@
 #include "engines/oauth.h"
 #include "engines/mail_sync.h"
 #include "engines/pushes.h"
+#include "engines/task_runner.h"
 #include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/actions.h"
@@ -483,6 +484,15 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   }
   McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions},
                 config->actions.quotas);
+  // Tools that run as tasks have a runner (stopped, failing what it ran, before `mcp` goes).
+  std::unique_ptr<TaskRunner> task_runner;
+  if (registry.AnyTaskSupport()) {
+    task_runner = std::make_unique<TaskRunner>(
+        **store, clock, [&mcp](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c) {
+          return mcp.RunTask(t, c);
+        });
+    mcp.SetTaskRunner(task_runner.get());
+  }
   RouterOptions router_options;
   router_options.insecure_no_auth = options.insecure_no_auth;
   router_options.allowed_origins = options.allowed_origins;

@@ -34,7 +34,7 @@ Result<McpTask> Find(Store& store, const Clock& clock, const std::string& ws,
 
 // Moves `t` from `from` to its new state; if another instance moved it first, reads it
 // again.
-Result<McpTask> Move(Store& store, const Clock& clock, McpTask t, const std::string& from) {
+Result<McpTask> Move(Store& store, const Clock& clock, McpTask t, const McpTask& from) {
   t.updated_at = clock.Now();
   bool moved = false;
   CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) -> Status {
@@ -110,11 +110,11 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
                             ": nothing was sent (decision " + a.decision_id + ").";
       break;
   }
-  return Move(store, clock, std::move(next), t->status);
+  return Move(store, clock, std::move(next), *t);
 }
 
 Result<json> TaskInputRequests(Store& store, const std::string& ws, const McpTask& task) {
-  if (task.decision_id.empty()) return json::object();
+  if (task.decision_id.empty()) return task.input_requests;
   auto form = ApprovalRequest(store, ws, task.decision_id);
   if (!form.ok()) return form.status();
   return json{{kApprovalInput, std::move(*form)}};
@@ -142,6 +142,44 @@ Status UpdateTask(Store& store, const Clock& clock, const ActionConfig& config,
   return Status::Ok();
 }
 
+Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, const std::string& ws,
+                                          const std::string& id, const json& input_responses,
+                                          const std::string& instance_id) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto t = Find(store, clock, ws, id);
+    if (!t.ok()) return t.status();
+    if (t->status != kInputRequired || !t->decision_id.empty() || !input_responses.is_object()) {
+      return std::optional<McpTask>();  // nothing it asks for: ignored
+    }
+    McpTask next = *t;
+    bool any = false;
+    for (const auto& [key, answer] : input_responses.items()) {
+      if (!next.input_requests.contains(key)) continue;  // not asked (or answered): ignored
+      next.input_requests.erase(key);
+      next.input_responses[key] = answer;
+      any = true;
+    }
+    if (!any) return std::optional<McpTask>();
+    bool resume = next.input_requests.empty();
+    if (resume) {
+      next.status = "working";
+      next.status_message.clear();
+      next.instance_id = instance_id;
+    }
+    next.updated_at = clock.Now();
+    bool moved = false;
+    CORTEX_RETURN_IF_ERROR(store.Write([&](WriteTx& tx) -> Status {
+      auto m = tx.calls().UpdateTask(next, *t);
+      if (!m.ok()) return m.status();
+      moved = *m;
+      return Status::Ok();
+    }));
+    if (moved) return resume ? std::optional<McpTask>(std::move(next)) : std::nullopt;
+    // Answered or cancelled concurrently: look again.
+  }
+  return Status::Unavailable("task " + id + " is being answered concurrently; retry");
+}
+
 Status CancelTask(Store& store, const Clock& clock, const std::string& ws, const std::string& id) {
   auto t = ReadTask(store, clock, ws, id);
   if (!t.ok()) return t.status();
@@ -153,7 +191,7 @@ Status CancelTask(Store& store, const Clock& clock, const std::string& ws, const
                             : "Cancelled by the client; the draft still waits in the inbox "
                               "(decision " +
                                   t->decision_id + ").";
-  auto moved = Move(store, clock, std::move(next), t->status);
+  auto moved = Move(store, clock, std::move(next), *t);
   return moved.status();
 }
 

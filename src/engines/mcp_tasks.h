@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -50,6 +51,16 @@ Result<nlohmann::json> TaskInputRequests(Store& store, const std::string& ws, co
 Status UpdateTask(Store& store, const Clock& clock, const ActionConfig& config,
                   const std::string& ws, const std::string& token_id, bool may_approve,
                   const std::string& id, const nlohmann::json& input_responses);
+
+// tasks/update of a task a TaskRunner runs (no draft): records the answers in
+// `input_responses` to the input requests task `id` still has (other keys are ignored).
+// Once none is left the task is working again on instance `instance_id`, and is returned
+// for that instance's runner to queue; nullopt otherwise (more to answer, or nothing
+// applied). NotFound as ReadTask.
+Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, const std::string& ws,
+                                          const std::string& id,
+                                          const nlohmann::json& input_responses,
+                                          const std::string& instance_id);
 
 // tasks/cancel: a task not yet terminal becomes cancelled (the client stops following it;
 // a draft stays in the inbox for the person). Terminal tasks stay as they are. NotFound as

@@ -355,12 +355,13 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}, {"ttlMs", kListTtlMs}, {"cacheScope", "public"}};
   } else if (method == "tools/call") {
-    auto called = CallTool(params, *req.auth, out, /*modern=*/true);
-    if (auto* f = std::get_if<RpcFailure>(&called)) {
+    auto called = StartTask(params, *req.auth, out);
+    if (!called) called = CallTool(params, *req.auth, out, /*modern=*/true);
+    if (auto* f = std::get_if<RpcFailure>(&*called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
-    result = std::move(std::get<json>(called));
-    if (MaybeTask(params, *req.auth, out.tool, result, /*modern=*/true)) {
+    result = std::move(std::get<json>(*called));
+    if (out.status != "task" && MaybeTask(params, *req.auth, out.tool, result, /*modern=*/true)) {
       out.text_is_structured = false;
       out.status = "task";
     }
@@ -577,7 +578,7 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
                                                    bool session_elicits, int log_threshold,
-                                                   const json* answers) {
+                                                   const json* answers, bool before_task) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -647,7 +648,7 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
       ctx.log_threshold = LogLevelIndex(level->get<std::string>());
     }
   }
-  ToolReply reply = tools_.Call(*name, args, ctx);
+  ToolReply reply = tools_.Call(*name, args, ctx, before_task);
   if (reply.is_invalid_params()) {
     out.status = "invalid_params";
     return RpcFailure{{rpc::kInvalidParams,

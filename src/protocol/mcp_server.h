@@ -22,6 +22,7 @@
 #include "core/limits.h"
 #include "engines/actions.h"
 #include "engines/quotas.h"
+#include "engines/task_runner.h"
 #include "engines/tokens.h"
 #include "protocol/jsonrpc.h"
 #include "store/store.h"
@@ -116,6 +117,13 @@ class McpServer {
   // Set before the first Handle() (not synchronized).
   void SetActionConfig(const ActionConfig& config) { actions_ = config; }
 
+  // The runner of tools that support tasks (engines/task_runner.h); null: such tools
+  // answer at once (and one that requires a task is refused). Set before the first
+  // Handle() (not synchronized).
+  void SetTaskRunner(TaskRunner* runner) { runner_ = runner; }
+  // Runs task `task`'s tool once, for the runner (its TaskJob): the call as its token made
+  // it, with its answers so far; stops once `*cancelled` is set.
+  TaskOutcome RunTask(const McpTask& task, const std::shared_ptr<std::atomic<bool>>& cancelled);
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
 
@@ -189,7 +197,8 @@ class McpServer {
                                                     const AuthContext& auth, McpResponse& out,
                                                     bool modern, bool session_elicits = false,
                                                     int log_threshold = -1,
-                                                    const nlohmann::json* answers = nullptr);
+                                                    const nlohmann::json* answers = nullptr,
+                                                    bool before_task = false);
   // resources/*, prompts/* and completion/complete for either era; nullopt if `method` is
   // none of them.
   std::optional<std::variant<nlohmann::json, RpcFailure>> CatalogMethod(
@@ -255,6 +264,13 @@ class McpServer {
   std::optional<std::variant<nlohmann::json, RpcFailure>> TaskMethod(
       const std::string& method, const nlohmann::json& params, const AuthContext& auth, bool modern,
       const McpRequest& req, const nlohmann::json& rpc_id, McpResponse& out);
+  // A 2026-07-28 tools/call of a tool that supports tasks: its task started on runner_
+  // (a CreateTaskResult), a round of input before it (ToolDef::before_task), or the
+  // refusal of a tool that requires a task from a client without the extension; nullopt
+  // when the call runs at once instead (CallTool).
+  std::optional<std::variant<nlohmann::json, RpcFailure>> StartTask(const nlohmann::json& params,
+                                                                    const AuthContext& auth,
+                                                                    McpResponse& out);
   static bool IsTaskStream(std::string_view stream);
   std::optional<std::string> TaskStreamNext(const std::string& stream, std::string& state);
   // Counts a tool call against the caller's quotas: null if admitted, else the
@@ -262,6 +278,7 @@ class McpServer {
   nlohmann::json AdmitCall(const AuthContext& auth);
 
   const ToolRegistry& tools_;
+  TaskRunner* runner_ = nullptr;
   Store& store_;
   const Clock& clock_;
   ServerInfo info_;

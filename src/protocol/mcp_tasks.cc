@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/crypto.h"
+#include "core/ids.h"
 #include "core/json_text.h"
 #include "protocol/mcp_server.h"
 #include "tools/action_tools.h"
@@ -29,9 +31,12 @@ json LegacyTaskJson(const McpTask& task) {
   return j;
 }
 
-// A completed task's tools/call result.
+// A completed task's tools/call result: a runner's task keeps it whole; a draft's task
+// keeps the action's result.
 json TaskResult(const McpTask& task, bool modern) {
-  json r = ActionReply(ActionResultFromJson(DumpJson(task.result))).ToCallToolResult();
+  json r = task.decision_id.empty()
+               ? task.result
+               : ActionReply(ActionResultFromJson(DumpJson(task.result))).ToCallToolResult();
   if (!modern) r["_meta"] = {{"io.modelcontextprotocol/related-task", {{"taskId", task.id}}}};
   return r;
 }
@@ -60,6 +65,102 @@ bool McpServer::DeclaresTasks(const json& params) {
   if (caps == meta->end() || !caps->is_object()) return false;
   auto ext = caps->find("extensions");
   return ext != caps->end() && ext->is_object() && ext->contains(kTasksExtension);
+}
+
+std::optional<std::variant<json, RpcFailure>> McpServer::StartTask(const json& params,
+                                                                   const AuthContext& auth,
+                                                                   McpResponse& out) {
+  if (!tools_.AnyTaskSupport()) return std::nullopt;  // Cortex's own tools: none does
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) return std::nullopt;
+  const std::string& tool = name->get_ref<const std::string&>();
+  TaskSupport support = tools_.TaskSupportOf(tool);
+  if (support == TaskSupport::kForbidden) return std::nullopt;
+  if (!DeclaresTasks(params)) {
+    if (support == TaskSupport::kOptional) return std::nullopt;  // it runs at once
+    out.tool = tool;
+    out.status = "missing_capability";
+    return RpcFailure{
+        {rpc::kMissingRequiredClientCapability,
+         std::string("Missing required client capability: extensions.") + kTasksExtension + " (" +
+             tool + " runs only as a task)",
+         {{"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}}},
+        Disposition::kRejected};
+  }
+  if (runner_ == nullptr) {
+    if (support == TaskSupport::kOptional) return std::nullopt;
+    out.tool = tool;
+    return RpcFailure{{rpc::kInternalError, "Internal error: this server runs no tasks", {}}};
+  }
+  // The call's own checks first (scope, arguments, quotas), and the tool's rounds of input
+  // before its task (ToolDef::before_task): a refusal or a round is the answer.
+  auto gate = CallTool(params, auth, out, /*modern=*/true, false, -1, nullptr,
+                       /*before_task=*/true);
+  if (std::holds_alternative<RpcFailure>(gate)) return gate;
+  const json& r = std::get<json>(gate);
+  if (r.value("isError", false) || r.value("resultType", "") == "input_required") return gate;
+  McpTask t;
+  t.id = "task_" + RandomHex(16);
+  t.workspace_id = auth.workspace_id;
+  t.token_id = auth.token_id;
+  t.tool = tool;
+  t.arguments = params.value("arguments", json::object());
+  t.scopes = auth.scopes;
+  if (auto in = params.find("inputResponses"); in != params.end() && in->is_object()) {
+    t.input_responses = *in;
+  }
+  t.request_state = params.value("requestState", std::string());
+  t.expires_at = clock_.Now() + kTaskLifetime;
+  auto started = runner_->Start(std::move(t));
+  if (!started.ok()) {
+    out.status = "unavailable";
+    return RpcFailure{
+        {rpc::kInternalError, "Service unavailable: " + started.status().message(), {}},
+        Disposition::kUnavailable};
+  }
+  out.status = "task";
+  out.text_is_structured = false;
+  json result = TaskJson(*started);
+  result["resultType"] = "task";
+  return result;
+}
+
+TaskOutcome McpServer::RunTask(const McpTask& task,
+                               const std::shared_ptr<std::atomic<bool>>& cancelled) {
+  AuthContext auth{task.workspace_id, "", task.token_id, static_cast<unsigned>(task.scopes)};
+  std::string trace = NewId("trc_", clock_);
+  ToolContext ctx{auth, store_, clock_, trace, nullptr, [](json) {}};
+  // Its questions go on the task (inputRequests), answered by tasks/update.
+  ctx.client_elicits = true;
+  ctx.input_responses = task.input_responses.empty() ? json(nullptr) : task.input_responses;
+  ctx.request_state = task.request_state;
+  ctx.cancelled = cancelled;
+  ToolReply reply = tools_.Call(task.tool, task.arguments, ctx);
+  TaskOutcome o;
+  const json& body = reply.body();
+  if (reply.is_invalid_params()) {
+    o.kind = TaskOutcome::Kind::kFailed;
+    o.message = "Invalid params: " + body.value("message", std::string());
+    o.error = {{"code", rpc::kInvalidParams}, {"message", o.message}};
+    return o;
+  }
+  if (reply.is_raw() && body.value("resultType", "") == "input_required") {
+    o.kind = TaskOutcome::Kind::kInputRequired;
+    o.input_requests = body.value("inputRequests", json::object());
+    o.request_state = body.value("requestState", std::string());
+    o.message = "Waiting for input: answer the inputRequests with tasks/update.";
+    return o;
+  }
+  if (reply.is_error() && body.value("error", "") == "internal_error") {
+    // The tool could not run (it threw, or its store failed): a protocol-level error.
+    o.kind = TaskOutcome::Kind::kFailed;
+    o.message = body.value("message", std::string("internal error"));
+    o.error = {{"code", rpc::kInternalError}, {"message", "Internal error: " + o.message}};
+    return o;
+  }
+  if (reply.is_error()) o.message = "The tool reported an error.";
+  o.result = std::move(reply).ToCallToolResult();
+  return o;
 }
 
 bool McpServer::MaybeTask(const json& params, const AuthContext& auth, const std::string& tool,
@@ -119,6 +220,19 @@ std::optional<std::variant<json, RpcFailure>> McpServer::TaskMethod(
       return RpcFailure{
           {rpc::kInvalidParams, "Invalid params: inputResponses must be an object", {}}};
     }
+    auto task = ReadTask(store_, clock_, auth.workspace_id, task_id);
+    if (!task.ok()) return TaskFailure(task.status());
+    if (task->decision_id.empty()) {
+      // A runner's task: the answers go on the row; the last one queues it again, here.
+      if (runner_ == nullptr) {
+        return RpcFailure{{rpc::kInternalError, "Internal error: this server runs no tasks", {}}};
+      }
+      auto resumed =
+          AnswerTask(store_, clock_, auth.workspace_id, task_id, responses, runner_->instance_id());
+      if (!resumed.ok()) return TaskFailure(resumed.status());
+      if (*resumed) runner_->Enqueue(std::move(**resumed));
+      return json::object();
+    }
     Status st = UpdateTask(store_, clock_, actions_, auth.workspace_id, auth.token_id,
                            auth.Has(kScopeApprove), task_id, responses);
     if (!st.ok()) return TaskFailure(st);
@@ -127,6 +241,7 @@ std::optional<std::variant<json, RpcFailure>> McpServer::TaskMethod(
   if (method == "tasks/cancel") {
     Status st = CancelTask(store_, clock_, auth.workspace_id, task_id);
     if (!st.ok()) return TaskFailure(st);
+    if (runner_ != nullptr) runner_->CancelLocal(task_id);  // elsewhere: seen by its poll
     if (modern) return json::object();
   }
   auto task = ReadTask(store_, clock_, auth.workspace_id, task_id);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/time.h"
@@ -38,6 +39,13 @@ struct McpTask {
   TimePoint created_at;
   TimePoint updated_at;
   TimePoint expires_at;
+  // A task a TaskRunner runs (engines/task_runner.h); defaults for a draft's task.
+  nlohmann::json arguments = nlohmann::json::object();        // the call's arguments
+  int64_t scopes = 0;                                         // the creating token's scopes
+  nlohmann::json input_requests = nlohmann::json::object();   // input_required: unanswered
+  nlohmann::json input_responses = nlohmann::json::object();  // the answers so far
+  std::string request_state;  // the tool's state between its rounds of input
+  std::string instance_id;    // the instance running it, "" when none does
 };
 
 class McpCallsReader {
@@ -47,6 +55,9 @@ class McpCallsReader {
   Result<ClientRequestRound> GetRound(const std::string& ws, const std::string& id);
   // Task `id` of `ws`. NotFound if none.
   Result<McpTask> GetTask(const std::string& ws, const std::string& id);
+  // The tasks instance `instance` runs (TaskRunner: those no longer working were cancelled
+  // or failed elsewhere).
+  Result<std::vector<McpTask>> TasksOfInstance(const std::string& instance);
 
  protected:
   TxState& s_;
@@ -61,9 +72,20 @@ class McpCallsWriter : public McpCallsReader {
   Result<bool> AnswerRound(const std::string& ws, const std::string& id, const std::string& key,
                            const nlohmann::json& response);
   Status InsertTask(const McpTask& t);
-  // Moves task `t.id` (of t.workspace_id) from status `from` to t's status, message, result
-  // and error: false if it was not in `from` (another instance moved it first).
-  Result<bool> UpdateTask(const McpTask& t, const std::string& from);
+  // Moves task `t.id` (of t.workspace_id) from `prev` (as read: its status and answers) to
+  // t's status, message, result, error, input requests and answers, request state and
+  // instance: false if it no longer is as `prev` (another instance moved it first).
+  Result<bool> UpdateTask(const McpTask& t, const McpTask& prev);
+  // Task `id` of `ws` is no longer run by an instance.
+  Status ReleaseTask(const std::string& ws, const std::string& id);
+  // Records that instance `instance` is alive at `now`.
+  Status Heartbeat(const std::string& instance, TimePoint now);
+  // Fails (status failed, `message`, `error` JSON) the working tasks of `instance`, or,
+  // with `instance` empty, of every instance whose last heartbeat is before `dead_before`
+  // (or that has none: it stopped already), and forgets those instances (their rows keep instance_id: one that was alive after
+  // all sees its tasks failed and stops them). Returns how many tasks it failed.
+  Result<int64_t> FailTasksOf(const std::string& instance, TimePoint dead_before, TimePoint now,
+                              const std::string& message, const nlohmann::json& error);
   // Drops rounds and tasks that expired before `before`.
   Status DeleteRoundsBefore(TimePoint before);
 };

@@ -81,27 +81,90 @@ namespace {
 std::string OptJson(const json& v) { return v.is_null() ? std::string() : DumpJson(v); }
 }  // namespace
 
+namespace {
+// The columns TaskRow reads, in its order (a literal, joined to each statement's text).
+#define CORTEX_TASK_COLUMNS                                                                  \
+  "id, workspace_id, token_id, tool, decision_id, status, status_message, result, error,"    \
+  " created_at, updated_at, expires_at, arguments, scopes, input_requests, input_responses," \
+  " request_state, instance_id"
+
+McpTask TaskRow(const Stmt& r) {
+  McpTask t;
+  t.id = r.Text(0);
+  t.workspace_id = r.Text(1);
+  t.token_id = r.Text(2);
+  t.tool = r.Text(3);
+  t.decision_id = r.Text(4);
+  t.status = r.Text(5);
+  t.status_message = r.Text(6);
+  t.result = r.IsNull(7) ? json() : ParseStoredJson(r.Text(7));
+  t.error = r.IsNull(8) ? json() : ParseStoredJson(r.Text(8));
+  t.created_at = r.Time(9);
+  t.updated_at = r.Time(10);
+  t.expires_at = r.Time(11);
+  t.arguments = ParseStoredJson(r.Text(12));
+  t.scopes = r.Int(13);
+  t.input_requests = ParseStoredJson(r.Text(14));
+  t.input_responses = ParseStoredJson(r.Text(15));
+  t.request_state = r.Text(16);
+  t.instance_id = r.Text(17);
+  return t;
+}
+}  // namespace
+
 Result<McpTask> McpCallsReader::GetTask(const std::string& ws, const std::string& id) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s = s_.conn.Prepare(
-      "SELECT id, workspace_id, token_id, tool, decision_id, status, status_message, result,"
-      " error, created_at, updated_at, expires_at FROM mcp_tasks WHERE id = ? AND"
-      " workspace_id = ?");
+  Stmt s = s_.conn.Prepare("SELECT " CORTEX_TASK_COLUMNS
+                           " FROM mcp_tasks WHERE id = ? AND workspace_id = ?");
   s.Bind(1, id).Bind(2, ws);
-  return OneRow(s, "no task " + id, [](const Stmt& r) {
-    return McpTask{r.Text(0),
-                   r.Text(1),
-                   r.Text(2),
-                   r.Text(3),
-                   r.Text(4),
-                   r.Text(5),
-                   r.Text(6),
-                   r.IsNull(7) ? json() : ParseStoredJson(r.Text(7)),
-                   r.IsNull(8) ? json() : ParseStoredJson(r.Text(8)),
-                   r.Time(9),
-                   r.Time(10),
-                   r.Time(11)};
-  });
+  return OneRow(s, "no task " + id, TaskRow);
+}
+
+Result<std::vector<McpTask>> McpCallsReader::TasksOfInstance(const std::string& instance) {
+  Stmt s = s_.conn.Prepare("SELECT " CORTEX_TASK_COLUMNS " FROM mcp_tasks WHERE instance_id = ?");
+  s.Bind(1, instance);
+  return AllRows(s, TaskRow);
+}
+
+Status McpCallsWriter::ReleaseTask(const std::string& ws, const std::string& id) {
+  Stmt s =
+      s_.conn.Prepare("UPDATE mcp_tasks SET instance_id = '' WHERE id = ? AND workspace_id = ?");
+  return s.Bind(1, id).Bind(2, ws).Run();
+}
+
+Status McpCallsWriter::Heartbeat(const std::string& instance, TimePoint now) {
+  Stmt s = s_.conn.Prepare(
+      "INSERT INTO mcp_task_instances (id, heartbeat_at) VALUES (?, ?) ON CONFLICT (id) DO"
+      " UPDATE SET heartbeat_at = excluded.heartbeat_at");
+  return s.Bind(1, instance).Bind(2, now).Run();
+}
+
+Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoint dead_before,
+                                            TimePoint now, const std::string& message,
+                                            const json& error) {
+  const std::string error_text = DumpJson(error);
+  int64_t failed = 0;
+  if (!instance.empty()) {
+    Stmt s = s_.conn.Prepare(
+        "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?,"
+        " instance_id = '' WHERE instance_id = ? AND status = 'working'");
+    CORTEX_RETURN_IF_ERROR(
+        s.Bind(1, message).Bind(2, error_text).Bind(3, now).Bind(4, instance).Run());
+    failed = s_.conn.Changes();
+    Stmt d = s_.conn.Prepare("DELETE FROM mcp_task_instances WHERE id = ?");
+    CORTEX_RETURN_IF_ERROR(d.Bind(1, instance).Run());
+    return failed;
+  }
+  Stmt s = s_.conn.Prepare(
+      "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?"
+      " WHERE status = 'working' AND instance_id NOT IN (SELECT id FROM mcp_task_instances"
+      " WHERE heartbeat_at >= ?)");
+  CORTEX_RETURN_IF_ERROR(
+      s.Bind(1, message).Bind(2, error_text).Bind(3, now).Bind(4, dead_before).Run());
+  failed = s_.conn.Changes();
+  Stmt d = s_.conn.Prepare("DELETE FROM mcp_task_instances WHERE heartbeat_at < ?");
+  CORTEX_RETURN_IF_ERROR(d.Bind(1, dead_before).Run());
+  return failed;
 }
 
 Status McpCallsWriter::InsertTask(const McpTask& t) {
@@ -110,10 +173,13 @@ Status McpCallsWriter::InsertTask(const McpTask& t) {
   std::optional<std::string> result_col, error_col;
   if (!result.empty()) result_col = result;
   if (!error.empty()) error_col = error;
+  const std::string args = DumpJson(t.arguments), requests = DumpJson(t.input_requests),
+                    responses = DumpJson(t.input_responses);
   Stmt s = s_.conn.Prepare(
       "INSERT INTO mcp_tasks (id, workspace_id, token_id, tool, decision_id, status,"
-      " status_message, result, error, created_at, updated_at, expires_at)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      " status_message, result, error, created_at, updated_at, expires_at, arguments, scopes,"
+      " input_requests, input_responses, request_state, instance_id)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   return s.Bind(1, t.id)
       .Bind(2, t.workspace_id)
       .Bind(3, t.token_id)
@@ -126,26 +192,41 @@ Status McpCallsWriter::InsertTask(const McpTask& t) {
       .Bind(10, t.created_at)
       .Bind(11, t.updated_at)
       .Bind(12, t.expires_at)
+      .Bind(13, args)
+      .Bind(14, t.scopes)
+      .Bind(15, requests)
+      .Bind(16, responses)
+      .Bind(17, t.request_state)
+      .Bind(18, t.instance_id)
       .Run();
 }
 
-Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const std::string& from) {
+Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(t.workspace_id));
   const std::string result = OptJson(t.result), error = OptJson(t.error);
   std::optional<std::string> result_col, error_col;
   if (!result.empty()) result_col = result;
   if (!error.empty()) error_col = error;
+  const std::string requests = DumpJson(t.input_requests), responses = DumpJson(t.input_responses),
+                    was = DumpJson(prev.input_responses);
   Stmt s = s_.conn.Prepare(
       "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
-      " updated_at = ? WHERE id = ? AND workspace_id = ? AND status = ?");
+      " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
+      " instance_id = ? WHERE id = ? AND workspace_id = ? AND status = ? AND"
+      " input_responses = ?");
   CORTEX_RETURN_IF_ERROR(s.Bind(1, t.status)
                              .Bind(2, t.status_message)
                              .Bind(3, result_col)
                              .Bind(4, error_col)
                              .Bind(5, t.updated_at)
-                             .Bind(6, t.id)
-                             .Bind(7, t.workspace_id)
-                             .Bind(8, from)
+                             .Bind(6, requests)
+                             .Bind(7, responses)
+                             .Bind(8, t.request_state)
+                             .Bind(9, t.instance_id)
+                             .Bind(10, t.id)
+                             .Bind(11, t.workspace_id)
+                             .Bind(12, prev.status)
+                             .Bind(13, was)
                              .Run());
   return s_.conn.Changes() == 1;
 }

@@ -606,6 +606,30 @@ CREATE TABLE mcp_tasks (
 );
 CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_at);
 )sql"},
+      {30, "MCP tasks run in the background (engines/task_runner.h)", R"sql(
+-- A tool that supports tasks runs on an instance's task runner when the client declares
+-- the tasks extension. The row keeps what a run needs on any instance: the call's
+-- arguments (JSON) and the scopes of its token; while input_required, the input requests
+-- not yet answered (JSON object) and the answers so far (JSON object), with the tool's
+-- request state; instance_id names the instance running it ('' when none is: queued for
+-- none, waiting for input, or terminal). A tasks/cancel anywhere sets status cancelled;
+-- the running instance sees it (it polls its own rows by instance_id). Each instance
+-- writes a heartbeat; the working tasks of an instance silent for over 30 s (or gone) are
+-- failed.
+ALTER TABLE mcp_tasks ADD COLUMN arguments TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE mcp_tasks ADD COLUMN scopes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE mcp_tasks ADD COLUMN input_requests TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE mcp_tasks ADD COLUMN input_responses TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE mcp_tasks ADD COLUMN request_state TEXT NOT NULL DEFAULT '';
+ALTER TABLE mcp_tasks ADD COLUMN instance_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX mcp_tasks_by_instance ON mcp_tasks(instance_id);
+CREATE INDEX mcp_tasks_working ON mcp_tasks(instance_id) WHERE status = 'working';
+CREATE TABLE mcp_task_instances (
+  id           TEXT PRIMARY KEY,
+  heartbeat_at INTEGER NOT NULL
+);
+CREATE INDEX mcp_task_instances_by_heartbeat ON mcp_task_instances(heartbeat_at);
+)sql"},
   };
   return kMigrations;
 }

@@ -45,6 +45,11 @@ Status ToolRegistry::Add(ToolDef def) {
     entry["outputSchema"] = {{"type", "object"}, {"anyOf", {def.output_schema, ErrorBodySchema()}}};
   }
   if (!def.annotations.is_null()) entry["annotations"] = def.annotations;
+  if (def.task_support != TaskSupport::kForbidden) {
+    any_task_support_ = true;
+    entry["execution"] = {
+        {"taskSupport", def.task_support == TaskSupport::kRequired ? "required" : "optional"}};
+  }
   list_.push_back(std::move(entry));
   // Tools without annotations (allowed) are not read-only.
   auto hint =
@@ -109,7 +114,13 @@ bool ToolRegistry::AnyCallsOut() const {
   return std::any_of(tools_.begin(), tools_.end(), [](const Entry& e) { return e.def.calls_out; });
 }
 
-ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {
+TaskSupport ToolRegistry::TaskSupportOf(std::string_view name) const {
+  const Entry* entry = Find(name);
+  return entry != nullptr ? entry->def.task_support : TaskSupport::kForbidden;
+}
+
+ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx,
+                             bool before_task) const {
   const Entry* entry = Find(name);
   if (entry == nullptr) return ToolReply::Error("invalid_arguments", "unknown tool " + name);
   if (!ctx.auth.Has(entry->def.scope)) {
@@ -120,6 +131,10 @@ ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolCont
   Status valid = entry->input.Validate(args);
   if (!valid.ok()) return ToolReply::Error("invalid_arguments", valid.message());
   try {
+    if (before_task) {
+      return entry->def.before_task ? entry->def.before_task(ctx, args)
+                                    : ToolReply::Ok(json::object());
+    }
     ToolReply reply = entry->def.handler(ctx, args);
     if (check_output_ && !reply.is_error() && entry->output) {
       Status out = entry->output->Validate(reply.body());

@@ -67,6 +67,11 @@ void LogToClient(ToolContext& ctx, std::string_view level, nlohmann::json data);
 
 using ToolHandler = std::function<ToolReply(ToolContext&, const nlohmann::json& args)>;
 
+// Whether a tool runs as a task (io.modelcontextprotocol/tasks; listed as
+// execution.taskSupport): never, when the client declares the extension, or only then (a
+// 2026-07-28 call without it is refused with -32021).
+enum class TaskSupport { kForbidden, kOptional, kRequired };
+
 struct ToolDef {
   std::string name;
   std::string title;
@@ -82,6 +87,12 @@ struct ToolDef {
   // from a client that did not declare them is refused with -32021.
   std::vector<std::string> required_client_capabilities = {};
   ToolHandler handler;
+  // Tasks (engines/task_runner.h): for a client that declares the extension, the handler
+  // runs in the background and the call answers with the task. `before_task`, if set, runs
+  // first, synchronously: an InputRequired or error reply is the call's answer (rounds of
+  // input before the task), any other reply lets the task start with the call's answers.
+  TaskSupport task_support = TaskSupport::kForbidden;
+  ToolHandler before_task = nullptr;
 };
 
 class ToolRegistry {
@@ -100,10 +111,17 @@ class ToolRegistry {
   const std::vector<std::string>& RequiredClientCapabilities(std::string_view name) const;
   // Whether any tool may (for a call whose tool is not known in advance).
   bool AnyCallsOut() const;
+  // ToolDef::task_support of tool `name` (kForbidden if unknown), and whether any tool
+  // supports tasks.
+  TaskSupport TaskSupportOf(std::string_view name) const;
+  bool AnyTaskSupport() const { return any_task_support_; }
 
   // Calls tool `name` (REQUIRES: Has(name)): checks scope, validates `args`, runs the
   // handler. Never throws: a handler's exception becomes an internal_error result.
-  ToolReply Call(const std::string& name, const nlohmann::json& args, ToolContext& ctx) const;
+  // `before_task`: runs ToolDef::before_task instead (an empty Ok reply if it has none),
+  // after the same checks.
+  ToolReply Call(const std::string& name, const nlohmann::json& args, ToolContext& ctx,
+                 bool before_task = false) const;
 
   // When on, every successful structured result is checked against its outputSchema, and
   // a mismatch is an internal_error (tests turn this on).
@@ -124,6 +142,7 @@ class ToolRegistry {
   std::vector<Entry> tools_;
   nlohmann::json list_ = nlohmann::json::array();
   bool check_output_ = false;
+  bool any_task_support_ = false;
   Catalog catalog_;
 };
 

@@ -335,7 +335,9 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
   if (req.Header("mcp-session-id") != nullptr) return true;
   const std::string* method = req.Header("mcp-method");
   if (method == nullptr) return true;
-  if (*method != "tools/call") return *method == "initialize";
+  // tasks/update and tasks/cancel write the task; tasks/get may too (a draft's task records
+  // the person's decision when it sees it).
+  if (*method != "tools/call") return *method == "initialize" || method->rfind("tasks/", 0) == 0;
   const std::string* name = req.Header("mcp-name");
   return name == nullptr || !mcp_.IsReadOnlyTool(*name);
 }

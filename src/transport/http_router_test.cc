@@ -465,6 +465,10 @@ TEST_F(HttpRouterTest, WritesAreToldApartFromReads) {
   EXPECT_TRUE(router_->MayWrite(Call("test.bare")));
   EXPECT_TRUE(router_->MayWrite(Headed("initialize")));
   EXPECT_FALSE(router_->MayWrite(Headed("tools/list")));
+  // A task's state is written by tasks/update and tasks/cancel (and a draft's by tasks/get).
+  EXPECT_TRUE(router_->MayWrite(Headed("tasks/update")));
+  EXPECT_TRUE(router_->MayWrite(Headed("tasks/cancel")));
+  EXPECT_TRUE(router_->MayWrite(Headed("tasks/get")));
   // The session era has no Mcp-Method header: its POSTs may write (initialize, a tool).
   EXPECT_TRUE(router_->MayWrite(Post("/mcp", Initialize(), token_)));
   EXPECT_TRUE(router_->MayWrite(Post("/v1/episodes", "", token_)));

@@ -101,6 +101,110 @@ std::string Field(const ToolContext& ctx, const char* key, const char* field) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// --- tasks (io.modelcontextprotocol/tasks): tools the suite's tasks scenarios call ---
+
+ToolDef TaskTool(std::string name, std::string description, json input_schema,
+                 cortex::TaskSupport support, cortex::ToolHandler handler) {
+  ToolDef def =
+      Tool(std::move(name), std::move(description), std::move(input_schema), std::move(handler));
+  def.task_support = support;
+  return def;
+}
+// Sleeps `ms` in short steps; false if the call was cancelled meanwhile.
+bool SleepUnlessCancelled(const ToolContext& ctx, std::chrono::milliseconds ms) {
+  auto until = std::chrono::steady_clock::now() + ms;
+  while (std::chrono::steady_clock::now() < until) {
+    if (cortex::Cancelled(ctx)) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(20), until - std::chrono::steady_clock::now()));
+  }
+  return !cortex::Cancelled(ctx);
+}
+bool Accepted(const ToolContext& ctx, const char* key) {
+  const json& r = ctx.input_responses[key];
+  return r.is_object() && r.value("action", "") == "accept";
+}
+
+Status RegisterTasks(cortex::ToolRegistry& r) {
+  using cortex::TaskSupport;
+  CORTEX_RETURN_IF_ERROR(r.Add(Tool("greet", "Greets by name (never a task)",
+                                    {{"type", "object"},
+                                     {"properties", {{"name", {{"type", "string"}}}}},
+                                     {"required", {"name"}}},
+                                    [](ToolContext&, const json& args) {
+                                      return TextReply("Hello, " +
+                                                       args.at("name").get<std::string>() + "!");
+                                    })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      TaskTool("slow_compute", "Works for `seconds` seconds (stops when cancelled), then answers",
+               {{"type", "object"},
+                {"properties",
+                 {{"seconds", {{"type", "number"}, {"minimum", 0}, {"maximum", 3600}}},
+                  {"label", {{"type", "string"}}}}}},
+               TaskSupport::kOptional, [](ToolContext& ctx, const json& args) {
+                 double seconds = args.value("seconds", 0.0);
+                 std::string label = args.value("label", std::string("compute"));
+                 if (!SleepUnlessCancelled(
+                         ctx, std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)))) {
+                   return ToolReply::Raw({{"content", json::array({Text("Cancelled: " + label)})},
+                                          {"isError", true}});
+                 }
+                 return TextReply("Computed " + label + " in " +
+                                  args.value("seconds", json(0)).dump() + " s");
+               })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      TaskTool("failing_job", "Works for a second, then reports a tool error (only as a task)",
+               NoArgs(), TaskSupport::kRequired, [](ToolContext& ctx, const json&) {
+                 SleepUnlessCancelled(ctx, std::chrono::milliseconds(1000));
+                 return ToolReply::Raw(
+                     {{"content", json::array({Text("The job failed: the input was rejected")})},
+                      {"isError", true}});
+               })));
+  CORTEX_RETURN_IF_ERROR(
+      r.Add(TaskTool("protocol_error_job", "Fails inside the server (a protocol-level error)",
+                     NoArgs(), TaskSupport::kOptional, [](ToolContext&, const json&) -> ToolReply {
+                       throw std::runtime_error("protocol_error_job always fails");
+                     })));
+  CORTEX_RETURN_IF_ERROR(r.Add(
+      TaskTool("confirm_delete", "Asks to confirm, then deletes (pretends to) the file",
+               {{"type", "object"},
+                {"properties", {{"filename", {{"type", "string"}}}}},
+                {"required", {"filename"}}},
+               TaskSupport::kOptional, [](ToolContext& ctx, const json& args) {
+                 std::string file = args.at("filename");
+                 if (!Answered(ctx, "confirm")) {
+                   return ToolReply::InputRequired(
+                       {{"confirm", Elicit("Delete " + file + "?", "confirm", "boolean")}}, "");
+                 }
+                 bool yes = Accepted(ctx, "confirm") && Field(ctx, "confirm", "confirm") == "true";
+                 return TextReply(yes ? "Deleted " + file : "Kept " + file);
+               })));
+  CORTEX_RETURN_IF_ERROR(r.Add(TaskTool(
+      "multi_input", "Asks two questions at once, then answers with both", NoArgs(),
+      TaskSupport::kOptional, [](ToolContext& ctx, const json&) {
+        if (!Answered(ctx, "name") || !Answered(ctx, "confirm")) {
+          return ToolReply::InputRequired({{"name", Elicit("Your name?", "name", "string")},
+                                           {"confirm", Elicit("Go ahead?", "confirm", "boolean")}},
+                                          "");
+        }
+        return TextReply("Name " + Field(ctx, "name", "name") + ", go ahead " +
+                         Field(ctx, "confirm", "confirm"));
+      })));
+  ToolDef with_task =
+      TaskTool("test_tool_with_task", "Asks the user's name, then greets them from a task",
+               NoArgs(), TaskSupport::kRequired, [](ToolContext& ctx, const json&) {
+                 return TextReply("Hello, " + Field(ctx, "user_name", "name") + "!");
+               });
+  with_task.before_task = [](ToolContext& ctx, const json&) {
+    if (!Answered(ctx, "user_name")) {
+      return ToolReply::InputRequired(
+          {{"user_name", Elicit("What is your name?", "name", "string")}}, "");
+    }
+    return ToolReply::Ok(json::object());
+  };
+  return r.Add(std::move(with_task));
+}
+
 Status RegisterInputRequired(cortex::ToolRegistry& r) {
   CORTEX_RETURN_IF_ERROR(
       r.Add(Tool("test_input_required_result_elicitation", "Asks the user's name, then greets them",
@@ -519,6 +623,7 @@ Status RegisterFixtures(cortex::ToolRegistry& r, const cortex::EngineConfig&) {
              return TextReply("Logging test completed");
            })));
   CORTEX_RETURN_IF_ERROR(RegisterInputRequired(r));
+  CORTEX_RETURN_IF_ERROR(RegisterTasks(r));
   Status st = RegisterCatalog(r.catalog());
   AddPromptWithInput(r.catalog(), st);
   return st;

@@ -12,8 +12,9 @@
 #
 # Phase 1: `cortex serve --insecure-no-auth` must pass every scenario in
 #          REQUIRED_SCENARIOS (0.1.16) and CORTEX_<set> (0.2) below.
-# Phase 2: the fixture server runs every other 0.1.16 scenario and every scored
-#          scenario of both requirement sets; the outcome is compared with
+# Phase 2: the fixture server runs every other 0.1.16 scenario, every scored scenario
+#          of both requirement sets and the tasks extension's scenarios (run by the
+#          suite with a set, never scored by it); the outcome is compared with
 #          expected-failures.txt (`scenario-name  # reason`, `SET:scenario-name`).
 #          An unexpected failure, or a listed scenario that now passes, fails
 #          the run.
@@ -257,6 +258,14 @@ for set in "${REQUIREMENT_SETS[@]}"; do
   [[ -n "${SET_SCENARIOS[$set]// /}" ]] || die "could not list the $set server scenarios"
 done
 in_set() { [[ " ${SET_SCENARIOS[$1]} " == *" $2 "* ]]; }
+# The tasks extension's server scenarios of each set: run with it but never scored by the
+# suite ("Run and reported, but never scored"); the fixture server must pass them all.
+declare -A SET_TASKS=()
+for set in "${REQUIREMENT_SETS[@]}"; do
+  SET_TASKS[$set]="$("$NODE" "$SUITE_NEXT" list --server --requirements "$set" |
+    sed -n '/^Run and reported/,$s/^    - \(tasks-[^ ]*\) \[server\].*/\1/p' | tr '\n' ' ')"
+done
+[[ -n "${SET_TASKS[2026-07-28]// /}" ]] || die "could not list the 2026-07-28 tasks scenarios"
 
 # expected-failures.txt: `scenario  # reason` for 0.1.16, `SET:scenario  # reason` for a
 # requirement set of the 0.2 suite (2026-07-28:..., 2025-11-25:...).
@@ -341,6 +350,11 @@ if [[ "${CONFORMANCE_SKIP_FIXTURE:-0}" != 1 ]]; then
     echo "conformance: fixture server at $URL (0.2, --requirements $set)"
     run_requirements "$URL" "$set"
     for s in ${SET_SCENARIOS[$set]}; do
+      score "$(scenario_checks "$s")" "$set:$s" "" 0
+      tally "$set:$s"
+    done
+    # The tasks scenarios (extension): required to pass, like a scored one.
+    for s in ${SET_TASKS[$set]}; do
       score "$(scenario_checks "$s")" "$set:$s" "" 0
       tally "$set:$s"
     done
