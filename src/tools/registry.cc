@@ -109,6 +109,20 @@ bool ToolRegistry::AnyCallsOut() const {
   return std::any_of(tools_.begin(), tools_.end(), [](const Entry& e) { return e.def.calls_out; });
 }
 
+bool ToolRegistry::LongRunning(std::string_view name) const {
+  const Entry* entry = Find(name);
+  return entry != nullptr && entry->def.long_running;
+}
+
+bool ToolRegistry::MayNameLongRunning(std::string_view body) const {
+  for (const Entry& e : tools_) {
+    if (!e.def.long_running) continue;
+    std::string quoted = "\"" + e.def.name + "\"";
+    if (body.find(quoted) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx) const {
   const Entry* entry = Find(name);
   if (entry == nullptr) return ToolReply::Error("invalid_arguments", "unknown tool " + name);
