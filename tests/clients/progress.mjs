@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { Suite, createToken, expect, expectEqual, makeDataDir, show, startServer } from './lib.mjs';
+import { Suite, createToken, describeError, expect, expectEqual, makeDataDir, show, startServer, tapTransport } from './lib.mjs';
 
 const WORKSPACE = 'sdk-progress';
 const suite = new Suite('progress', 6);
@@ -40,6 +40,7 @@ await suite.run(async s => {
     const transport = new StreamableHTTPClientTransport(server.mcpUrl, {
         requestInit: { headers: { Authorization: `Bearer ${token}` } }
     });
+    const tap = tapTransport(transport);
     await client.connect(transport, { timeout: 15_000 });
     s.onCleanup(() => client.close());
 
@@ -80,7 +81,8 @@ await suite.run(async s => {
         const controller = new AbortController();
         let progressed = 0;
         const call = client.callTool(
-            { name: 'episode.ingest', arguments: { lines: episodes(9000, 'aborted') } },
+            // Under the 1 MiB limit of a request without Mcp-Name (the v1 SDK sends none).
+            { name: 'episode.ingest', arguments: { lines: episodes(5000, 'aborted') } },
             CallToolResultSchema,
             {
                 signal: controller.signal,
@@ -97,7 +99,11 @@ await suite.run(async s => {
             err = e;
         }
         expect(err, 'the aborted call resolved');
-        expect(progressed >= 1, 'no progress before the abort');
+        expect(progressed >= 1, `no progress before the abort: ${describeError(err)}`);
+        const ingest = tap.sent.filter(m => m.method === 'tools/call' && m.params?.name === 'episode.ingest').pop();
+        const cancel = tap.sent.find(m => m.method === 'notifications/cancelled');
+        expect(cancel && cancel.params.requestId === ingest.id, `notifications/cancelled naming ${ingest.id}: ${show(cancel)}`);
+        expect(!tap.received.some(m => m.id === ingest.id && ('result' in m || 'error' in m)), 'the cancelled call was answered');
         // The next call waits while the batch holds the workspace: it sees it undone.
         const after = await episodeCount(client);
         expectEqual(after, before, 'episodes after the aborted ingest');
