@@ -246,8 +246,8 @@ TEST_F(HttpRouterTest, MetricsNeedAnAllowedHostAndItsToken) {
 
   RouterOptions with_token;
   with_token.metrics_token = "s3cret-metrics";
-  router_ =
-      std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, with_token, AuthContext{});
+  router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, with_token,
+                                         AuthContext{});
   HttpResponse none = Send(local);
   EXPECT_EQ(none.status, 401);
   ASSERT_NE(Find(none, "WWW-Authenticate"), nullptr);
