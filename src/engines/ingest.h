@@ -38,6 +38,8 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
 struct IngestControl {
   // Told the lines applied so far and the batch's total: after a step of a large batch
   // commits (at most every kIngestProgressLines lines) and once when the batch has landed.
+  // Called at the start of the next step, on the store's writer thread (SQLite): it must
+  // not block.
   std::function<void(size_t done, size_t total)> progress;
   // Asked before each step (and before a small batch's one write): true stops the batch
   // with Unavailable ("cancelled"), and what its earlier steps wrote is undone, so that
