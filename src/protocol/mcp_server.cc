@@ -607,7 +607,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
                        {}}};
   }
   out.tool = name->get<std::string>();
-  json args = params.value("arguments", json::object());
+  // Read in place: an episode.ingest's arguments are megabytes.
+  static const json kNoArguments = json::object();
+  auto given = params.find("arguments");
+  const json& args = given != params.end() ? *given : kNoArguments;
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
