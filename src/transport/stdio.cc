@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -122,8 +124,23 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
   StdioListens listens(server, out, out_mu);
   // Long-running tool calls (McpServer::LongRunningCall), each on a thread of its own so that
   // the loop goes on reading: a notifications/cancelled naming one is read while it runs,
-  // and its progress is written as it comes. Joined before the session ends.
-  std::vector<std::thread> long_calls;
+  // and its progress is written as it comes. Those that have ended are joined when the
+  // next starts; the rest before the session ends.
+  struct LongCall {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<LongCall> long_calls;
+  auto join_long_calls = [&long_calls](bool all) {
+    for (auto it = long_calls.begin(); it != long_calls.end();) {
+      if (!all && !it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = long_calls.erase(it);
+    }
+  };
   auto write_lines = [&](const McpResponse& res) {
     std::lock_guard<std::mutex> lock(out_mu);
     for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
@@ -145,7 +162,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     auto current = authenticate();
     if (!current.ok() && current.status().code() == Code::kUnauthorized) {
       spdlog::error("CORTEX_TOKEN: {}; stopping", current.status().message());
-      for (std::thread& t : long_calls) t.join();
+      join_long_calls(/*all=*/true);
       if (session) (void)server.EndSession(*session, auth);
       return 1;
     }
@@ -170,8 +187,10 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
                     {}});
       res.status = "invalid_request";
     } else if (long_call) {
-      long_calls.emplace_back([&server, &out, &out_mu, &write_lines, &record, body = line,
-                               caller = auth, session, start] {
+      join_long_calls(/*all=*/false);
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      std::thread thread([&server, &out, &out_mu, &write_lines, &record, body = line, caller = auth,
+                          session, start, done] {
         McpRequest req;
         req.body = body;
         req.transport = McpTransport::kStdio;
@@ -193,7 +212,9 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
         }
         write_lines(res);  // nothing if it was cancelled
         record(res, start);
+        done->store(true);
       });
+      long_calls.push_back({std::move(thread), std::move(done)});
       continue;
     } else {
       McpRequest req;
@@ -230,7 +251,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     }
     record(res, start);
   }
-  for (std::thread& t : long_calls) t.join();
+  join_long_calls(/*all=*/true);
   if (session) (void)server.EndSession(*session, auth);
   return 0;
 }

@@ -344,6 +344,21 @@ class TestStdio(unittest.TestCase):
         self.assertEqual(messages[-1]["result"]["structuredContent"]["episodes_added"], 2500)
         self.assertEqual(count(SRV["rw"]), before + 2500)
 
+    def test_one_session_runs_long_calls_one_after_another(self):
+        before = count(SRV["rw"])
+        s = Stdio(SRV["rw"])
+        for k in range(3):
+            s.send(call_body("episode.ingest", {"lines": episodes(600, f"seq{k}")}, id=k))
+            while "result" not in (m := s.next()):
+                self.assertEqual(m["method"], "notifications/progress")
+            self.assertEqual((m["id"], m["result"]["structuredContent"]["episodes_added"]),
+                             (k, 600))
+        s.send(call_body("rule.learn", {}, id="learn"))
+        self.assertEqual(s.next()["id"], "learn")
+        rc, rest = s.close()
+        self.assertEqual((rc, rest), (0, []))
+        self.assertEqual(count(SRV["rw"]), before + 1800)
+
     def test_notifications_cancelled_stops_the_call_and_the_loop_goes_on(self):
         before = count(SRV["rw"])
         s = Stdio(SRV["rw"])
