@@ -350,6 +350,27 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
 Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::string_view jsonl,
                                  const std::function<Status(WriteTx&)>& also) {
+  return IngestJsonl(store, clock, ws_id, jsonl, also, IngestControl{});
+}
+
+namespace {
+constexpr char kCancelledMessage[] = "the ingest was cancelled; nothing of it was written";
+}  // namespace
+
+bool IsIngestCancelled(const Status& st) {
+  return st.code() == Code::kUnavailable && st.message() == kCancelledMessage;
+}
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl, const IngestControl& control) {
+  return IngestJsonl(store, clock, ws_id, jsonl, nullptr, control);
+}
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also,
+                                 const IngestControl& control) {
+  auto stopped = [&] { return control.cancelled && control.cancelled(); };
   std::vector<Line> lines;
   size_t number = 0;
   size_t pos = 0;
@@ -382,6 +403,7 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   Status st;
   if (n <= limits::kIngestLinesPerStep) {
     auto pass = store.EnterWorkspace(ws_id);
+    if (stopped()) return Status::Unavailable(kCancelledMessage);
     st = store.Write([&](WriteTx& tx) {
       report = IngestReport{};
       BatchWriter writer(tx, clock, ws_id, state, report);
@@ -391,12 +413,20 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
       return also ? also(tx) : Status::Ok();
     });
   } else {
-    size_t next = 0;  // the first line of the next step
+    size_t next = 0;      // the first line of the next step
+    size_t reported = 0;  // the lines last told to control.progress
     st = store.WriteInSteps(ws_id, [&](WriteTx& tx, int step) -> Result<bool> {
+      // Between steps: the one before has committed.
+      if (stopped()) return Status::Unavailable(kCancelledMessage);
+      if (step > 0 && control.progress && next - reported >= kIngestProgressLines) {
+        control.progress(next, n);
+        reported = next;
+      }
       BatchWriter writer(tx, clock, ws_id, state, report);
       if (step == 0) {
         report = IngestReport{};
         next = 0;
+        reported = 0;
         CORTEX_RETURN_IF_ERROR(writer.Start());
       }
       // A step's lines are the writer's time taken from others: bounded in count and time.
@@ -415,6 +445,7 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   }
   if (!st.ok()) return st;
   report.lines = lines.size();
+  if (control.progress) control.progress(n, n);
   return report;
 }
 

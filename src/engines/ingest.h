@@ -34,4 +34,29 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
                                  std::string_view jsonl,
                                  const std::function<Status(WriteTx&)>& also);
 
+// How a long caller (the MCP tool episode.ingest) follows and stops a batch.
+struct IngestControl {
+  // Told the lines applied so far and the batch's total: after a step of a large batch
+  // commits (at most every kIngestProgressLines lines) and once when the batch has landed.
+  // Called at the start of the next step, on the store's writer thread (SQLite): it must
+  // not block.
+  std::function<void(size_t done, size_t total)> progress;
+  // Asked before each step (and before a small batch's one write): true stops the batch
+  // with Unavailable ("cancelled"), and what its earlier steps wrote is undone, so that
+  // nothing of it stays. Never asked once the last step began: a batch that could not be
+  // stopped lands whole.
+  std::function<bool()> cancelled;
+};
+inline constexpr size_t kIngestProgressLines = 500;
+// The same as IngestJsonl(store, clock, ws_id, jsonl), followed and stoppable.
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl, const IngestControl& control);
+// Both: `also` as above, followed and stoppable as here.
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also,
+                                 const IngestControl& control);
+// Whether `st` is the status of a batch IngestControl::cancelled stopped.
+bool IsIngestCancelled(const Status& st);
+
 }  // namespace cortex

@@ -197,6 +197,69 @@ TEST_F(IngestTest, ALargeBatchThatFailsLateLeavesTheWorldAsItWas) {
           .ok());
 }
 
+std::string MessagesBatch(int n, const Clock& clock) {
+  std::string batch;
+  for (int i = 0; i < n; ++i) {
+    batch += R"({"type":"episode","kind":"message_sent","occurred_at":")" +
+             FormatTime(clock.Now() - std::chrono::minutes(n - i)) + R"(","counterparty":"q)" +
+             std::to_string(i % 50) + R"(@y.example","summary":"m","external_id":"m-)" +
+             std::to_string(i) + "\"}\n";
+  }
+  return batch;
+}
+
+TEST_F(IngestTest, ALargeBatchReportsGrowingProgressUpToItsTotal) {
+  const int n = static_cast<int>(4 * limits::kIngestLinesPerStep + 7);
+  std::vector<std::pair<size_t, size_t>> told;
+  IngestControl control;
+  control.progress = [&](size_t done, size_t total) { told.emplace_back(done, total); };
+  auto report = IngestJsonl(*store_, clock_, ws_.id, MessagesBatch(n, clock_), control);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->episodes_added, static_cast<size_t>(n));
+  ASSERT_GE(told.size(), 2u);
+  for (size_t i = 0; i < told.size(); ++i) {
+    EXPECT_EQ(told[i].second, static_cast<size_t>(n));
+    // Steps end by count or time: between two reports, at least kIngestProgressLines
+    // lines (the last report, of the whole batch, may follow sooner).
+    if (i > 0 && i + 1 < told.size()) {
+      EXPECT_GE(told[i].first, told[i - 1].first + kIngestProgressLines);
+    }
+    if (i > 0) {
+      EXPECT_GT(told[i].first, told[i - 1].first);
+    }
+  }
+  EXPECT_EQ(told.back().first, static_cast<size_t>(n));
+  EXPECT_EQ(Counts().episodes, static_cast<size_t>(n));
+}
+
+TEST_F(IngestTest, ACancelledBatchLeavesNothingOfIt) {
+  ASSERT_TRUE(IngestJsonl(*store_, clock_, ws_.id, kGood).ok());
+  const std::string version = WorldVersion();
+  const WorldCounts before = Counts();
+  const int n = static_cast<int>(4 * limits::kIngestLinesPerStep);
+  int asked = 0;
+  IngestControl control;
+  // Stopped before its third step: two have committed by then.
+  control.cancelled = [&] { return ++asked == 3; };
+  auto report = IngestJsonl(*store_, clock_, ws_.id, MessagesBatch(n, clock_), control);
+  ASSERT_FALSE(report.ok());
+  EXPECT_TRUE(IsIngestCancelled(report.status())) << report.status().message();
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(WorldVersion(), version);
+  EXPECT_EQ(Counts().episodes, before.episodes);
+  EXPECT_EQ(Counts().entities, before.entities);
+  // A small batch is asked once, before its one write.
+  control.cancelled = [] { return true; };
+  auto small = IngestJsonl(*store_, clock_, ws_.id, MessagesBatch(3, clock_), control);
+  EXPECT_TRUE(IsIngestCancelled(small.status()));
+  EXPECT_EQ(Counts().episodes, before.episodes);
+  // Not cancelled: the same batch lands whole.
+  control.cancelled = [] { return false; };
+  auto landed = IngestJsonl(*store_, clock_, ws_.id, MessagesBatch(n, clock_), control);
+  ASSERT_TRUE(landed.ok());
+  EXPECT_EQ(Counts().episodes, before.episodes + n);
+}
+
 TEST_F(IngestTest, ErrorsNameTheLineAndField) {
   struct Case {
     const char* line;

@@ -1112,6 +1112,21 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
 
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
                           const LearningConfig& config, LearnMemory* memory) {
+  return Learn(store, clock, ws_id, config, memory, nullptr);
+}
+
+namespace {
+constexpr char kLearnCancelled[] = "the learning pass was cancelled; nothing was written";
+}  // namespace
+
+bool IsLearnCancelled(const Status& st) {
+  return st.code() == Code::kUnavailable && st.message() == kLearnCancelled;
+}
+
+Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
+                          const LearningConfig& config, LearnMemory* memory,
+                          const LearnObserver& observe) {
+  auto go_on = [&](LearnPhase phase) { return !observe || observe(phase); };
   LearnMemory scratch;
   LearnMemory::Impl& m = memory != nullptr ? memory->impl() : scratch.impl();
   // A person may accept or reject a rule (or another pass may write) between this pass's
@@ -1123,6 +1138,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     bool rules_changed = false;
     std::string fingerprint;
     std::vector<std::string> covered;
+    if (!go_on(LearnPhase::kReading)) return Status::Unavailable(kLearnCancelled);
     CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
       changes.clear();
       rules_changed = false;
@@ -1132,6 +1148,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     }));
     LearnReport report;
     bool raced = false;
+    if (!go_on(LearnPhase::kWriting)) return Status::Unavailable(kLearnCancelled);
     Status st = store.Write([&](WriteTx& tx) -> Status {
       report = LearnReport{};
       raced = false;
@@ -1180,7 +1197,10 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     });
     if (!st.ok()) return st;
     report.covered = std::move(covered);
-    if (!raced) return report;
+    if (!raced) {
+      (void)go_on(LearnPhase::kDone);
+      return report;
+    }
     if (attempt == kAttempts) {
       return Status::Unavailable("the workspace's rules kept changing during the pass");
     }

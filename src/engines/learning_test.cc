@@ -521,6 +521,31 @@ TEST_F(LearnTest, ProposesOnceWithADecisionAndEvidence) {
   EXPECT_EQ(Rules().size(), 1u);
 }
 
+TEST_F(LearnTest, AnObserverSeesThePhasesAndCanStopThePassBeforeItWrites) {
+  TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
+  std::vector<LearnPhase> seen;
+  // Stopped as it is about to write: nothing is.
+  auto stopped = cortex::Learn(*store_, clock_, ws_.id, {}, nullptr, [&](LearnPhase p) {
+    seen.push_back(p);
+    return p != LearnPhase::kWriting;
+  });
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_TRUE(IsLearnCancelled(stopped.status())) << stopped.status().ToString();
+  EXPECT_EQ(seen, (std::vector<LearnPhase>{LearnPhase::kReading, LearnPhase::kWriting}));
+  EXPECT_TRUE(Rules().empty());
+  EXPECT_TRUE(Decisions(DecisionClass::kRuleProposed).empty());
+  // Followed to the end: the same as a pass without an observer.
+  seen.clear();
+  auto done = cortex::Learn(*store_, clock_, ws_.id, {}, nullptr, [&](LearnPhase p) {
+    seen.push_back(p);
+    return true;
+  });
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->proposed, 1);
+  EXPECT_EQ(seen, (std::vector<LearnPhase>{LearnPhase::kReading, LearnPhase::kWriting,
+                                           LearnPhase::kDone}));
+}
+
 TEST_F(LearnTest, AcceptedRuleDecidesTheNextMessageAndMovesAgentVersion) {
   TuesdayPerson("jordan@x.example", *ParseTime("2026-06-02T00:00:00Z"));
   Learn();

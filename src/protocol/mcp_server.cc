@@ -272,6 +272,13 @@ McpResponse McpServer::Handle(const McpRequest& req) {
   if (msg.is_response) return TakeAnswer(req, msg, std::move(out));
   out.method = MetricMethod(msg.method);
   const json& params = msg.params.is_null() ? json::object() : msg.params;
+  if (req.transport == McpTransport::kStdio && msg.is_notification &&
+      msg.method == "notifications/cancelled") {
+    // On stdio, in either era (a 2026-07-28 client has no other way to cancel).
+    if (params.is_object()) CancelLongCall(req, params, /*modern=*/false);
+    out.disposition = Disposition::kAccepted;
+    return out;
+  }
 
   // Era selection: `initialize` opens a session; a version in _meta is the stateless era.
   std::string meta_version;
@@ -332,6 +339,7 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
                  {}});
   }
   if (is_notification) {
+    if (method == "notifications/cancelled") CancelLongCall(req, params, /*modern=*/true);
     out.disposition = Disposition::kAccepted;
     return out;
   }
@@ -355,8 +363,14 @@ McpResponse McpServer::HandleModern(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}, {"ttlMs", kListTtlMs}, {"cacheScope", "public"}};
   } else if (method == "tools/call") {
+    LongCall long_call;
     auto called = StartTask(params, *req.auth, out);
-    if (!called) called = CallTool(params, *req.auth, out, /*modern=*/true);
+    if (!called) {
+      StartLongCall(req, id, params, /*modern=*/true, long_call);
+      called =
+          CallTool(params, *req.auth, out, /*modern=*/true, false, -1, nullptr, false, &long_call);
+      if (long_call.Cancelled()) return Unanswered(std::move(out));
+    }
     if (auto* f = std::get_if<RpcFailure>(&*called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -444,6 +458,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
                  {}});
   }
   if (is_notification) {
+    if (method == "notifications/cancelled") CancelLongCall(req, params, /*modern=*/false);
     out.disposition = Disposition::kAccepted;
     return out;
   }
@@ -467,7 +482,11 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
       std::lock_guard<std::mutex> lock(stdio_mu_);
       log_level = stdio_log_level_;
     }
-    auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level));
+    LongCall long_call;
+    StartLongCall(req, id, params, /*modern=*/false, long_call);
+    auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level),
+                           nullptr, false, &long_call);
+    if (long_call.Cancelled()) return Unanswered(std::move(out));
     if (auto* f = std::get_if<RpcFailure>(&called)) {
       return Fail(std::move(out), id, f->disposition, f->error);
     }
@@ -578,7 +597,8 @@ std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const A
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
                                                    bool session_elicits, int log_threshold,
-                                                   const json* answers, bool before_task) {
+                                                   const json* answers, bool before_task,
+                                                   const LongCall* long_call) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
@@ -592,7 +612,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
                        {}}};
   }
   out.tool = name->get<std::string>();
-  json args = params.value("arguments", json::object());
+  // Read in place: an episode.ingest's arguments are megabytes.
+  static const json kNoArguments = json::object();
+  auto given = params.find("arguments");
+  const json& args = given != params.end() ? *given : kNoArguments;
   if (!args.is_object()) {
     return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object", {}}};
   }
@@ -618,7 +641,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   }
   // A tool never sees part of a large ingest batch, or builds on one: it waits for the
   // batch to land whole (Store::WriteInSteps); other workspaces' calls never wait.
-  WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
+  // (A long-running tool takes what it needs itself: an ingest holds the workspace.)
+  bool long_running = long_call != nullptr && long_call->cancelled;
+  WorkspaceGate::Pass pass =
+      long_running ? WorkspaceGate::Pass() : store_.EnterWorkspace(auth.workspace_id);
   if (json refused = answers != nullptr ? json(nullptr) : AdmitCall(auth); !refused.is_null()) {
     out.status = refused["structuredContent"].value("error", std::string("tool_error"));
     return refused;
@@ -641,6 +667,10 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   if (answers != nullptr) {
     ctx.input_responses = answers->value("inputResponses", json(nullptr));
     ctx.request_state = answers->value("requestState", std::string());
+  }
+  if (long_running) {
+    ctx.cancelled = long_call->cancelled;
+    if (long_call->notify) ctx.notify = long_call->notify;
   }
   ctx.log_threshold = log_threshold;
   if (modern && ctx.meta.is_object()) {

@@ -9,7 +9,10 @@
 //    in params._meta; on HTTP the Mcp-* headers must mirror the body.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -69,6 +72,13 @@ struct McpRequest {
   // The client takes an event stream in answer (Accept: text/event-stream, HTTP only): a
   // 2025-11-25 tools/call may then send it requests (elicitation) before its result.
   bool accepts_stream = false;
+  // For a long-running tool's call (ToolDef::long_running; McpServer::LongRunningCall):
+  // where its notifications go while it runs (an SSE event on the call's HTTP response
+  // stream, a line on stdio), instead of McpResponse::notifications. Null: collected.
+  std::function<void(const nlohmann::json&)> live_notify;
+  // Set by the transport when the client gives such a call up by going away (its HTTP
+  // connection closed). The server sets it too, for a notifications/cancelled naming it.
+  std::shared_ptr<std::atomic<bool>> cancelled;
 };
 
 struct McpResponse {
@@ -149,6 +159,11 @@ class McpServer {
   // decodes it (=?base64?...?=); a name that is absent, malformed or no tool's counts as any
   // tool's: such a call is refused before a handler runs, and must not be waved through.
   bool ToolCallMayCallOut(const std::string* name_header) const;
+  // Whether a request (`body`, not yet parsed; `name_header`: its Mcp-Name, or null) may
+  // call a long-running tool (ToolDef::long_running): the transport runs it off its I/O
+  // threads, with McpRequest::live_notify and cancelled. A known tool's name in the header
+  // decides; otherwise whether the body names such a tool as a JSON string.
+  bool LongRunningCall(const std::string* name_header, std::string_view body) const;
   // Counts a GET /mcp stream of session `id` (streams are connections to this process):
   // false if it already has limits::kMaxStreamsPerSession streams open here.
   // REQUIRES: SessionExists(id, caller) said true.
@@ -175,6 +190,32 @@ class McpServer {
   void ListenClosed(const std::string& stream);
 
  private:
+  // A long-running tool's call while it runs (protocol/mcp_long.cc): its cancellation
+  // flag, registered under the request's id for notifications/cancelled to find, and where
+  // its notifications go. Empty (no flag) for any other call.
+  struct LongCall {
+    McpServer* server = nullptr;
+    std::string key;  // in running_; empty: not registered
+    std::shared_ptr<std::atomic<bool>> cancelled;
+    std::function<void(const nlohmann::json&)> notify;
+    LongCall() = default;
+    LongCall(const LongCall&) = delete;
+    LongCall& operator=(const LongCall&) = delete;
+    ~LongCall();
+    bool Cancelled() const { return cancelled && cancelled->load(); }
+  };
+  // Starts `call` for a tools/call request `id` (`params`), if its tool is long-running.
+  void StartLongCall(const McpRequest& req, const nlohmann::json& id, const nlohmann::json& params,
+                     bool modern, LongCall& call);
+  // notifications/cancelled (`params`): the long call it names, if running here, is
+  // cancelled.
+  void CancelLongCall(const McpRequest& req, const nlohmann::json& params, bool modern);
+  // What the key of request `id` is in running_ ("": a call that notifications/cancelled
+  // does not name: a 2026-07-28 HTTP call is cancelled by closing its stream).
+  static std::string LongCallKey(const McpRequest& req, const nlohmann::json& id, bool modern);
+  // A cancelled call's answer: none (HTTP 202 if the client still listens).
+  static McpResponse Unanswered(McpResponse out);
+
   // Session `id` if it exists and has not expired (of any workspace).
   Result<std::optional<McpSession>> LiveSession(const std::string& id);
   McpResponse HandleModern(const McpRequest& req, const nlohmann::json& id,
@@ -193,12 +234,10 @@ class McpServer {
   // session's client declared elicitation). Fills out.tool and out.status.
   // `answers`: a 2025-11-25 call run again with its client's answers to the requests it
   // sent ({inputResponses, requestState}); not counted against quotas a second time.
-  std::variant<nlohmann::json, RpcFailure> CallTool(const nlohmann::json& params,
-                                                    const AuthContext& auth, McpResponse& out,
-                                                    bool modern, bool session_elicits = false,
-                                                    int log_threshold = -1,
-                                                    const nlohmann::json* answers = nullptr,
-                                                    bool before_task = false);
+  std::variant<nlohmann::json, RpcFailure> CallTool(
+      const nlohmann::json& params, const AuthContext& auth, McpResponse& out, bool modern,
+      bool session_elicits = false, int log_threshold = -1, const nlohmann::json* answers = nullptr,
+      bool before_task = false, const LongCall* long_call = nullptr);
   // resources/*, prompts/* and completion/complete for either era; nullopt if `method` is
   // none of them.
   std::optional<std::variant<nlohmann::json, RpcFailure>> CatalogMethod(
@@ -295,6 +334,9 @@ class McpServer {
   std::mutex streams_mu_;
   std::unordered_map<std::string, size_t> streams_;  // open GET /mcp streams per session
   std::unordered_map<std::string, size_t> listens_;  // open listen streams per workspace
+
+  std::mutex running_mu_;  // long-running calls under way here, by LongCallKey
+  std::unordered_map<std::string, std::shared_ptr<std::atomic<bool>>> running_;
 };
 
 }  // namespace cortex

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "core/json_text.h"
 #include "core/time.h"
 #include "engines/ingest.h"
@@ -95,7 +99,7 @@ TEST_F(McpServerTest, SessionEraHandshakePingAndTools) {
   McpResponse ping = Send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "ping"}}, sid);
   EXPECT_EQ(ping.body["result"], json::object());
   McpResponse list = Send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/list"}}, sid);
-  ASSERT_EQ(list.body["result"]["tools"].size(), 13u);
+  ASSERT_EQ(list.body["result"]["tools"].size(), 15u);
   EXPECT_EQ(list.body["result"]["tools"][0]["name"], "workspace.status");
   EXPECT_EQ(list.body["result"]["tools"][1]["name"], "entity.lookup");
   EXPECT_FALSE(list.body["result"].contains("resultType"));
@@ -183,7 +187,7 @@ TEST_F(McpServerTest, StatelessEraDiscoverAndList) {
   McpResponse l = Send(Modern("tools/list"));
   EXPECT_EQ(l.body["result"]["cacheScope"], "public");
   EXPECT_GE(l.body["result"]["ttlMs"].get<int64_t>(), 0);
-  EXPECT_EQ(l.body["result"]["tools"].size(), 13u);
+  EXPECT_EQ(l.body["result"]["tools"].size(), 15u);
 }
 
 TEST_F(McpServerTest, StatelessEraRefusals) {
@@ -548,6 +552,116 @@ TEST_F(McpServerTest, SessionCallAsksItsClientMidCallAndRunsAgainWithTheAnswer) 
   EXPECT_NE(expired->find("client_did_not_answer"), std::string::npos) << *expired;
   answer["id"] = rid3;
   EXPECT_EQ(post(answer, sid, false).status, "answer_refused");
+}
+
+}  // namespace
+}  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// A long-running tool that reports progress until the client cancels it (or 10 s pass).
+ToolDef SlowTool() {
+  return ToolDef{
+      .name = "slow",
+      .title = "Slow",
+      .description = "waits to be cancelled",
+      .input_schema = {{"type", "object"}},
+      .output_schema = nullptr,
+      .annotations = nullptr,
+      .scope = kScopeRead,
+      .long_running = true,
+      .handler = [](ToolContext& ctx, const json&) -> ToolReply {
+        for (int i = 1; i <= 1000; ++i) {
+          if (Cancelled(ctx)) return ToolReply::Error("cancelled", "stopped");
+          ReportProgress(ctx, i);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return ToolReply::Ok({{"status", "success"}});
+      },
+  };
+}
+
+TEST(LongCalls, TheRegistryKnowsThemByNameAndInABody) {
+  ToolRegistry registry;
+  ASSERT_TRUE(registry.Add(SlowTool()).ok());
+  EngineConfig config;
+  ToolRegistry cortex;
+  ASSERT_TRUE(RegisterCortexTools(cortex, config).ok());
+  EXPECT_TRUE(registry.LongRunning("slow"));
+  EXPECT_TRUE(cortex.LongRunning("episode.ingest"));
+  EXPECT_TRUE(cortex.LongRunning("rule.learn"));
+  EXPECT_FALSE(cortex.LongRunning("rule.list"));
+  EXPECT_FALSE(cortex.LongRunning("nope"));
+  EXPECT_TRUE(cortex.MayNameLongRunning(R"({"params":{"name":"episode.ingest"}})"));
+  EXPECT_FALSE(cortex.MayNameLongRunning(R"({"params":{"name":"rule.list"}})"));
+  EXPECT_FALSE(cortex.MayNameLongRunning(R"({"params":{"name":"episode.ingestx"}})"));
+}
+
+TEST(LongCalls, ProgressGoesLiveAndNotificationsCancelledStopsTheCallUnanswered) {
+  testing::TempStore store;
+  FixedClock clock{*ParseTime("2026-06-10T09:00:00Z")};
+  auto ws = EnsureWorkspace(*store, clock, "alpha");
+  ASSERT_TRUE(ws.ok());
+  AuthContext auth{ws->id, ws->name, "tok_x", kScopeRead};
+  ToolRegistry registry;
+  ASSERT_TRUE(registry.Add(SlowTool()).ok());
+  McpServer server(registry, *store, clock, ServerInfo{});
+  EXPECT_TRUE(server.LongRunningCall(nullptr, R"({"name":"slow"})"));
+
+  std::string body = json{{"jsonrpc", "2.0"},
+                          {"id", 9},
+                          {"method", "tools/call"},
+                          {"params",
+                           {{"name", "slow"},
+                            {"arguments", json::object()},
+                            {"_meta",
+                             {{"progressToken", "p"},
+                              {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                              {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
+                         .dump();
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<json> live;
+  McpRequest call;
+  call.body = body;
+  call.transport = McpTransport::kStdio;
+  call.auth = &auth;
+  call.live_notify = [&](const json& n) {
+    std::lock_guard<std::mutex> lock(mu);
+    live.push_back(n);
+    cv.notify_all();
+  };
+  McpResponse res;
+  std::thread running([&] { res = server.Handle(call); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return live.size() >= 2; }));
+  }
+  // Another id names nothing; the call's own id stops it.
+  for (json id : {json(8), json("9"), json(9)}) {
+    std::string cancel = json{{"jsonrpc", "2.0"},
+                              {"method", "notifications/cancelled"},
+                              {"params", {{"requestId", id}}}}
+                             .dump();
+    McpRequest note;
+    note.body = cancel;
+    note.transport = McpTransport::kStdio;
+    note.auth = &auth;
+    EXPECT_EQ(server.Handle(note).disposition, Disposition::kAccepted);
+    if (id != json(9)) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  running.join();
+  EXPECT_TRUE(res.body.is_null()) << res.body.dump();
+  EXPECT_EQ(res.status, "cancelled");
+  EXPECT_TRUE(res.notifications.empty());
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(live.size(), 5u) << "ids 8 and \"9\" did not stop it";
+  for (size_t i = 0; i < live.size(); ++i) {
+    EXPECT_EQ(live[i]["method"], "notifications/progress");
+    EXPECT_EQ(live[i]["params"]["progressToken"], "p");
+    EXPECT_EQ(live[i]["params"]["progress"], static_cast<double>(i + 1));
+  }
 }
 
 }  // namespace

@@ -154,8 +154,8 @@ class SqliteStore final : public Store {
     Status undone;
     for (int attempt = 0; attempt < 6; ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
-      undone =
-          Write([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); }, Durability::kSynced);
+      undone = Submit([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); }, nullptr,
+                      /*undo=*/true);
       if (undone.ok()) return;
     }
     spdlog::error("undoing the steps of a failed ingest batch in workspace {}: {}", ws_id,
@@ -175,8 +175,8 @@ class SqliteStore final : public Store {
     if (!found.ok()) return found.status();
     std::vector<std::string> stranded = std::move(*found);
     for (const std::string& batch : stranded) {
-      CORTEX_RETURN_IF_ERROR(
-          Write([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); }, Durability::kSynced));
+      CORTEX_RETURN_IF_ERROR(Submit([&](WriteTx&) { return cortex::UndoSteps(*writer_, batch); },
+                                    nullptr, /*undo=*/true));
       spdlog::warn("undid an ingest batch left half written by a process that stopped");
     }
     return static_cast<int>(stranded.size());
@@ -222,10 +222,13 @@ class SqliteStore final : public Store {
   // Queues `fn` and waits for its commit to be synced. A request running as a fiber
   // (core/suspend.h) is suspended rather than its thread blocked.
   struct StepRecord;
-  Status Submit(const std::function<Status(WriteTx&)>& fn, StepRecord* step) {
+  // `undo`: the write puts back what a write in steps did (UndoSteps); it commits alone,
+  // with foreign keys off (RunBatch).
+  Status Submit(const std::function<Status(WriteTx&)>& fn, StepRecord* step, bool undo = false) {
     PendingWrite me;
     me.fn = &fn;
     me.step = step;
+    me.undo = undo;
     if (Suspender* suspender = Suspender::Current()) {
       suspender->Suspend([&](Suspender::Resume resume) {
         me.resume = std::move(resume);
@@ -263,6 +266,7 @@ class SqliteStore final : public Store {
 
     const std::function<Status(WriteTx&)>* fn = nullptr;
     StepRecord* step = nullptr;
+    bool undo = false;  // Submit's `undo`
     Status result;
     std::exception_ptr error;  // rethrown in the caller's thread
     // Once result and error are final: the suspended caller's resume if it has one, else
@@ -292,7 +296,7 @@ class SqliteStore final : public Store {
       // A step of a write in steps commits alone: a write grouped with it would wait for
       // the step's work, which is what steps are there to spare it.
       for (size_t i = 0; i < n; ++i) {
-        if (queue_[i]->step != nullptr) {
+        if (queue_[i]->step != nullptr || queue_[i]->undo) {
           n = i == 0 ? 1 : i;
           break;
         }
@@ -372,6 +376,21 @@ class SqliteStore final : public Store {
   // Runs a batch in one transaction; true if it committed.
   bool RunBatch(const std::vector<PendingWrite*>& batch) {
     std::lock_guard<std::mutex> lock(write_mu_);
+    // An undo (alone in its batch) deletes rows that other rows reference by columns no
+    // index leads with (notifications.episode_id, episodes.entity_id, ...): with foreign keys
+    // on, each row deleted scans those tables whole (a cancelled 500-line ingest over a
+    // store of 30,000 episodes: 48 s, the writer held). What references the batch's rows is
+    // the batch's own rows, undone with them: the workspace is held meanwhile
+    // (docs/ingest.md). The pragma is a no-op inside a transaction, so it goes around it.
+    struct ForeignKeysOff {
+      SqliteConn* conn = nullptr;
+      ~ForeignKeysOff() {
+        if (conn != nullptr) (void)conn->Exec("PRAGMA foreign_keys=ON");
+      }
+    } fk_off;
+    if (batch.size() == 1 && batch[0]->undo && writer_->Exec("PRAGMA foreign_keys=OFF").ok()) {
+      fk_off.conn = writer_.get();
+    }
     Status begin = writer_->Run("BEGIN IMMEDIATE");
     if (!begin.ok()) {
       for (PendingWrite* w : batch) w->result = begin;
@@ -480,13 +499,15 @@ class SqliteStore final : public Store {
     auto stranded = StrandedSteps(*writer_);
     if (!stranded.ok()) return stranded.status();
     for (const std::string& batch : *stranded) {
-      CORTEX_RETURN_IF_ERROR(writer_->Exec("BEGIN IMMEDIATE"));
-      Status st = cortex::UndoSteps(*writer_, batch);
+      // Foreign keys off around it, as RunBatch does for an undo.
+      CORTEX_RETURN_IF_ERROR(writer_->Exec("PRAGMA foreign_keys=OFF"));
+      Status st = writer_->Exec("BEGIN IMMEDIATE");
+      if (st.ok()) st = cortex::UndoSteps(*writer_, batch);
       if (st.ok()) st = writer_->Exec("COMMIT");
-      if (!st.ok()) {
-        (void)writer_->Exec("ROLLBACK");
-        return st;
-      }
+      if (!st.ok()) (void)writer_->Exec("ROLLBACK");
+      Status on = writer_->Exec("PRAGMA foreign_keys=ON");
+      if (st.ok()) st = on;
+      if (!st.ok()) return st;
       spdlog::warn("undid an ingest batch left half written by a process that stopped");
     }
     return Status::Ok();

@@ -16,6 +16,8 @@ Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config) {
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleListTool()));
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleAcceptTool()));
   CORTEX_RETURN_IF_ERROR(registry.Add(RuleRejectTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(EpisodeIngestTool()));
+  CORTEX_RETURN_IF_ERROR(registry.Add(RuleLearnTool(config)));
   return RegisterCortexResources(registry);
 }
 

@@ -19,6 +19,8 @@ ToolDef WhyThisActionTool();                                // meta.why_this_act
 ToolDef RuleListTool();                                     // rule.list
 ToolDef RuleAcceptTool();                                   // rule.accept
 ToolDef RuleRejectTool();                                   // rule.reject
+ToolDef EpisodeIngestTool();                                // episode.ingest
+ToolDef RuleLearnTool(const EngineConfig& config);          // rule.learn
 
 // A rule as rule.list shows it, and its JSON Schema.
 nlohmann::json RuleView(const Rule& r);

@@ -119,6 +119,20 @@ TaskSupport ToolRegistry::TaskSupportOf(std::string_view name) const {
   return entry != nullptr ? entry->def.task_support : TaskSupport::kForbidden;
 }
 
+bool ToolRegistry::LongRunning(std::string_view name) const {
+  const Entry* entry = Find(name);
+  return entry != nullptr && entry->def.long_running;
+}
+
+bool ToolRegistry::MayNameLongRunning(std::string_view body) const {
+  for (const Entry& e : tools_) {
+    if (!e.def.long_running) continue;
+    std::string quoted = "\"" + e.def.name + "\"";
+    if (body.find(quoted) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 ToolReply ToolRegistry::Call(const std::string& name, const json& args, ToolContext& ctx,
                              bool before_task) const {
   const Entry* entry = Find(name);

@@ -83,6 +83,12 @@ struct ToolDef {
   // The handler may wait on the network (a model drafting a message): it must not run
   // where waiting holds up other requests (an I/O thread).
   bool calls_out = false;
+  // The handler may run long (an ingest of thousands of lines, a learning pass): it runs
+  // where calls_out tools run (never on an I/O thread), may be cancelled (ctx.cancelled),
+  // and its progress notifications reach the client while it runs. It is not given the
+  // call's workspace pass (Store::EnterWorkspace): it takes what it needs itself (an
+  // ingest holds the workspace in steps).
+  bool long_running = false;
   // Client capabilities the tool cannot work without (e.g. "sampling"): a 2026-07-28 call
   // from a client that did not declare them is refused with -32021.
   std::vector<std::string> required_client_capabilities = {};
@@ -115,6 +121,11 @@ class ToolRegistry {
   // supports tasks.
   TaskSupport TaskSupportOf(std::string_view name) const;
   bool AnyTaskSupport() const { return any_task_support_; }
+  // Whether tool `name` may run long (ToolDef::long_running); false if unknown.
+  bool LongRunning(std::string_view name) const;
+  // Whether `body` (a request not yet parsed) names a long-running tool as a JSON string:
+  // the transport's cheap look before it picks where the request runs.
+  bool MayNameLongRunning(std::string_view body) const;
 
   // Calls tool `name` (REQUIRES: Has(name)): checks scope, validates `args`, runs the
   // handler. Never throws: a handler's exception becomes an internal_error result.

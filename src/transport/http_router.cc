@@ -173,6 +173,28 @@ size_t HttpRouter::BodyLimit(std::string_view target) {
                                               : limits::kMaxRequestBodyBytes;
 }
 
+size_t HttpRouter::BodyLimit(const HttpRequest& head) {
+  if (PathOf(head.target) == "/mcp" && head.method == "POST") {
+    const std::string* name = head.Header("mcp-name");
+    if (name != nullptr && *name == kIngestTool) return limits::kMaxIngestBodyBytes;
+  }
+  return BodyLimit(head.target);
+}
+
+HttpResponse HttpRouter::TooLarge(const HttpRequest& head) {
+  if (PathOf(head.target) != "/mcp") return TooLarge(head.target);
+  return RpcProblem(
+      413, rpc::kInvalidRequest,
+      "Request body exceeds the limit of " + std::to_string(BodyLimit(head)) + " bytes");
+}
+
+bool HttpRouter::IsLongCall(const HttpRequest& req) const {
+  if (req.method != "POST" || PathOf(req.target) != "/mcp") return false;
+  const std::string* method = req.Header("mcp-method");
+  if (method != nullptr && *method != "tools/call") return false;
+  return mcp_.LongRunningCall(method != nullptr ? req.Header("mcp-name") : nullptr, req.body);
+}
+
 HttpResponse HttpRouter::TooLarge(std::string_view target) {
   size_t limit = BodyLimit(target);
   std::string message = "Request body exceeds the limit of " + std::to_string(limit) + " bytes";
@@ -533,6 +555,16 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   mreq.name_header = opt("mcp-name");
   mreq.session_id = opt("mcp-session-id");
   mreq.accepts_stream = accepts.sse;
+  // A long-running call's notifications go out as they come, to a client that takes a
+  // stream; once one has, the answer is that stream.
+  bool streamed = false;
+  if (req.emit && accepts.sse) {
+    mreq.live_notify = [&req, &streamed](const json& n) {
+      streamed = true;
+      req.emit(SseEvent(DumpJson(n)));
+    };
+  }
+  mreq.cancelled = req.gone;
   McpResponse mres = mcp_.Handle(mreq);
 
   log.method = mres.method;
@@ -561,7 +593,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
     return r;
   }
   if (mres.body.is_null()) return r;  // 202 Accepted: no body
-  bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty()) &&
+  bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty() || streamed) &&
                 mres.disposition == Disposition::kReply;
   if (stream) {
     r.content_type = "text/event-stream";

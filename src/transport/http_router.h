@@ -72,6 +72,10 @@ class HttpRouter {
   // The transport never runs those on an I/O thread.
   bool MayCallOut(const HttpRequest& req) const;
 
+  // Whether `req` (body read) may call a long-running tool (McpServer::LongRunningCall):
+  // the transport runs it on the write pool with HttpRequest::emit and gone set.
+  bool IsLongCall(const HttpRequest& req) const;
+
   // What the event stream `stream` that Handle() opened sends next: events (empty if none
   // now), or nullopt once it has ended (its MCP session deleted, its inbox session over).
   // `state` is the stream's own, kept by the transport between polls, empty at first.
@@ -91,6 +95,11 @@ class HttpRouter {
   static std::string RouteName(std::string_view method, std::string_view target);
   // The body limit for a request to `target`.
   static size_t BodyLimit(std::string_view target);
+  // The body limit for a request with head `head`: POST /v1/episodes's for a POST /mcp whose
+  // Mcp-Name is episode.ingest (kIngestTool), else BodyLimit(head.target).
+  static size_t BodyLimit(const HttpRequest& head);
+  static HttpResponse TooLarge(const HttpRequest& head);
+  static constexpr std::string_view kIngestTool = "episode.ingest";
 
  private:
   HttpResponse HandleMcp(const HttpRequest& req, const AuthContext& auth, RequestLog& log);

@@ -510,3 +510,96 @@ TEST_F(HttpRouterTest, RequestsThatMayCallAModelAreToldApart) {
 
 }  // namespace
 }  // namespace cortex
+
+namespace cortex {
+namespace {
+
+// A 2026-07-28 episode.ingest of `n` lines, with a progressToken.
+std::string IngestCall(int n) {
+  json lines = json::array();
+  for (int i = 0; i < n; ++i) {
+    lines.push_back({{"type", "episode"},
+                     {"kind", "message_sent"},
+                     {"occurred_at", "2026-06-01T09:00:00Z"},
+                     {"counterparty", "p" + std::to_string(i % 20) + "@x.example"},
+                     {"summary", "note"},
+                     {"external_id", "e-" + std::to_string(i)}});
+  }
+  return json{{"jsonrpc", "2.0"},
+              {"id", 5},
+              {"method", "tools/call"},
+              {"params",
+               {{"name", "episode.ingest"},
+                {"arguments", {{"lines", lines}}},
+                {"_meta",
+                 {{"progressToken", "pt"},
+                  {"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                  {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}}
+      .dump();
+}
+
+TEST_F(HttpRouterTest, AnIngestCallGetsTheIngestBodyLimitByItsMcpName) {
+  EXPECT_EQ(HttpRouter::BodyLimit(Call("episode.ingest")), limits::kMaxIngestBodyBytes);
+  EXPECT_EQ(HttpRouter::BodyLimit(Call("rule.learn")), limits::kMaxRequestBodyBytes);
+  EXPECT_EQ(HttpRouter::BodyLimit(Headed("tools/call")), limits::kMaxRequestBodyBytes);
+  EXPECT_EQ(HttpRouter::BodyLimit(Post("/v1/episodes", "", token_)), limits::kMaxIngestBodyBytes);
+  HttpRequest get = Call("episode.ingest");
+  get.method = "GET";
+  EXPECT_EQ(HttpRouter::BodyLimit(get), limits::kMaxRequestBodyBytes);
+  EXPECT_EQ(HttpRouter::TooLarge(Call("episode.ingest")).status, 413);
+  EXPECT_NE(HttpRouter::TooLarge(Call("episode.ingest"))
+                .body.find(std::to_string(limits::kMaxIngestBodyBytes)),
+            std::string::npos);
+}
+
+TEST_F(HttpRouterTest, LongCallsAreKnownByHeaderOrBody) {
+  EXPECT_TRUE(router_->IsLongCall(Call("episode.ingest")));
+  EXPECT_TRUE(router_->IsLongCall(Call("rule.learn")));
+  EXPECT_FALSE(router_->IsLongCall(Call("rule.list")));
+  EXPECT_FALSE(router_->IsLongCall(Headed("tools/list")));
+  // The session era has no Mcp-Method: the body decides.
+  HttpRequest session =
+      Post("/mcp", R"({"method":"tools/call","params":{"name":"rule.learn"}})", token_);
+  session.headers.emplace_back("mcp-session-id", "abc");
+  EXPECT_TRUE(router_->IsLongCall(session));
+  session.body = R"({"method":"tools/call","params":{"name":"rule.list"}})";
+  EXPECT_FALSE(router_->IsLongCall(session));
+}
+
+TEST_F(HttpRouterTest, ALiveCallEmitsItsProgressAheadOfItsResult) {
+  HttpRequest req = Call("episode.ingest");
+  req.headers.emplace_back("mcp-protocol-version", "2026-07-28");
+  req.body = IngestCall(1300);
+  std::vector<std::string> emitted;
+  req.emit = [&](std::string event) { emitted.push_back(std::move(event)); };
+  req.gone = std::make_shared<std::atomic<bool>>(false);
+  HttpResponse r = Send(req);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "text/event-stream");
+  ASSERT_GE(emitted.size(), 2u);
+  for (const std::string& e : emitted) {
+    EXPECT_EQ(e.rfind("event: message\ndata: {", 0), 0u) << e;
+    EXPECT_NE(e.find("notifications/progress"), std::string::npos) << e;
+  }
+  EXPECT_NE(emitted.back().find("\"progress\":1300"), std::string::npos) << emitted.back();
+  // The response holds the result alone: the progress went out already.
+  EXPECT_EQ(r.body.find("notifications/progress"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"episodes_added\":1300"), std::string::npos) << r.body;
+}
+
+TEST_F(HttpRouterTest, ACallWhoseClientIsGoneIsNotAnswered) {
+  HttpRequest req = Call("episode.ingest");
+  req.headers.emplace_back("mcp-protocol-version", "2026-07-28");
+  req.body = IngestCall(1300);
+  req.gone = std::make_shared<std::atomic<bool>>(true);
+  HttpResponse r = Send(req);
+  EXPECT_EQ(r.status, 202);
+  EXPECT_TRUE(r.body.empty()) << r.body;
+  // Nothing of it was written: the same batch then lands whole.
+  req.gone->store(false);
+  r = Send(req);
+  EXPECT_NE(r.body.find("\"episodes_added\":1300"), std::string::npos) << r.body;
+}
+
+}  // namespace
+}  // namespace cortex

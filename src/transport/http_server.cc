@@ -28,6 +28,8 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 #include <cctype>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <new>
@@ -385,9 +387,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (auto problem = HttpRouter::FramingProblem(head_, req.version() >= 11)) {
       return BadRequest(*problem);
     }
-    size_t limit = HttpRouter::BodyLimit(req.target());
+    size_t limit = HttpRouter::BodyLimit(head_);
     if (parser_->content_length() && *parser_->content_length() > limit) {
-      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(req.target()));
+      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(head_));
     }
     parser_->body_limit(limit);
     // The deadline set when the request's first byte arrived covers the body too.
@@ -410,7 +412,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnRead(beast::error_code ec, size_t) {
     if (ec == http::error::body_limit) {
-      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(parser_->get().target()));
+      return Refuse(413, "payload_too_large", HttpRouter::TooLarge(head_));
     }
     if (Malformed(ec)) return BadRequest("malformed request body: " + ec.message());
     if (ec) return Close();
@@ -429,8 +431,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
         server_.metrics.EndRequest();
         return Close();
       }
-      if (server_.options.write_fibers && req.body.size() <= limits::kMaxFiberBodyBytes &&
-          !server_.router.MayCallOut(req) && RunAsFiber(req, keep_alive, start)) {
+      // A long-running tool's call goes to the write pool with a live response: its
+      // progress is sent as it comes, and the client's leaving cancels it.
+      bool long_call = server_.router.IsLongCall(req);
+      if (long_call) GoLive(req);
+      if (!long_call && server_.options.write_fibers &&
+          req.body.size() <= limits::kMaxFiberBodyBytes && !server_.router.MayCallOut(req) &&
+          RunAsFiber(req, keep_alive, start)) {
         return;
       }
       // Off the worker: its other connections keep being served while this one waits for
@@ -478,8 +485,99 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return true;
   }
 
+  // A long-running call's live response (HttpRequest::emit, gone). While the call runs, a
+  // read watches the socket: its end (the client closed) cancels the call; bytes of a next
+  // request are kept for it. The events go out in order, one write at a time; the response
+  // to the call ends the stream (LiveEnd).
+  void GoLive(HttpRequest& req) {
+    live_gone_ = std::make_shared<std::atomic<bool>>(false);
+    req.gone = live_gone_;
+    std::weak_ptr<Connection> weak = weak_from_this();
+    auto executor = socket_.get_executor();
+    req.emit = [weak, executor](std::string event) {
+      net::post(executor, [weak, event = std::move(event)]() mutable {
+        if (auto self = weak.lock()) self->LiveWrite(std::move(event));
+      });
+    };
+    watching_ = true;
+    socket_.async_read_some(buffer_.prepare(kReadBufferBytes),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->watching_ = false;
+                              if (ec) {
+                                if (self->live_gone_) self->live_gone_->store(true);
+                                return self->Close();
+                              }
+                              self->buffer_.commit(n);  // a pipelined request's first bytes
+                              if (self->resume_after_watch_) {
+                                self->resume_after_watch_ = false;
+                                self->ReadHeader();
+                              }
+                            });
+  }
+
+  void LiveWrite(std::string event) {
+    if (closed_) return;
+    if (!live_head_sent_) {
+      live_head_sent_ = true;
+      live_out_.push_back(
+          "HTTP/1.1 200 OK\r\nServer: cortex\r\nContent-Type: text/event-stream\r\n"
+          "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\nTransfer-Encoding: chunked\r\n\r\n");
+    }
+    live_out_.push_back(Chunk(event));
+    LivePump();
+  }
+
+  // The call's response after its live events: the rest of the stream (its result, none
+  // if it was cancelled), then the stream's end.
+  void LiveEnd(HttpResponse res, bool keep_alive) {
+    if (!res.body.empty()) live_out_.push_back(Chunk(res.body));
+    live_out_.push_back("0\r\n\r\n");
+    live_then_ = [keep_alive, this] {
+      if (!keep_alive || server_.stopping) return Close();
+      AfterResponse();
+    };
+    LivePump();
+  }
+
+  void LivePump() {
+    if (live_writing_ || closed_) return;
+    if (live_out_.empty()) {
+      if (live_then_) std::exchange(live_then_, nullptr)();
+      return;
+    }
+    live_writing_ = true;
+    SetDeadline(server_.options.http.read_timeout);
+    auto msg = std::make_shared<std::string>(std::move(live_out_.front()));
+    live_out_.pop_front();
+    net::async_write(socket_, net::buffer(*msg),
+                     [self = shared_from_this(), msg](beast::error_code ec, size_t) {
+                       self->live_writing_ = false;
+                       self->deadline_ = kNoDeadline;
+                       if (ec) {
+                         if (self->live_gone_) self->live_gone_->store(true);
+                         return self->Close();
+                       }
+                       self->LivePump();
+                     });
+  }
+
+  // The next request, once a response is sent: the watch read of a long call, if still
+  // waiting, is the read of it.
+  void AfterResponse() {
+    live_head_sent_ = false;
+    live_gone_.reset();
+    if (watching_) {
+      resume_after_watch_ = true;
+      SetDeadline(server_.options.http.idle_timeout);
+      busy_ = false;
+      return;
+    }
+    ReadHeader();
+  }
+
   void Send(HttpResponse res, bool keep_alive) {
     busy_ = true;
+    if (live_head_sent_) return LiveEnd(std::move(res), keep_alive);
     if (res.open_stream) return OpenStream(std::move(res));
     keep_alive = keep_alive && !server_.stopping;
     // A response to HEAD has the headers of the GET response, Content-Length included, and
@@ -494,7 +592,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     net::async_write(socket_, buffers,
                      [self = shared_from_this(), out, keep_alive](beast::error_code ec, size_t) {
                        if (ec || !keep_alive) return self->Close();
-                       self->ReadHeader();
+                       self->AfterResponse();
                      });
   }
 
@@ -685,6 +783,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_;                     // the client's address: flood guard, connection bounds
   std::atomic<int64_t> idle_since_;      // Ticks() when it went idle; kNotIdle; kShed (IdleSince)
   std::unique_ptr<RequestFiber> fiber_;  // the request running as a fiber, if one is
+  // A long-running call's live response (GoLive).
+  std::shared_ptr<std::atomic<bool>> live_gone_;
+  bool live_head_sent_ = false;
+  bool live_writing_ = false;
+  std::deque<std::string> live_out_;
+  std::function<void()> live_then_;  // once live_out_ is sent
+  bool watching_ = false;            // the watch read is pending
+  bool resume_after_watch_ = false;  // the response is sent: the watch read is the next's
 };
 
 HttpResponse HttpServer::Impl::Respond(const HttpRequest& req,

@@ -2,7 +2,10 @@
 // http_server.cc parses and sends, and what http_router.cc and the web inbox decide.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -15,6 +18,12 @@ struct HttpRequest {
   std::string target;                                        // path and query, e.g. "/mcp"
   std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
   std::string body;
+  // Set by the transport for a long-running tool call (HttpRouter::IsLongCall) it runs with
+  // a live response: `emit` sends SSE event text ahead of the response (the 200 event
+  // stream opens with the first); `gone` turns true once the client has closed the
+  // connection. Both null otherwise.
+  std::function<void(std::string)> emit = nullptr;
+  std::shared_ptr<std::atomic<bool>> gone = nullptr;
 
   // The first value of header `name` (lowercase), if present.
   const std::string* Header(std::string_view name) const;

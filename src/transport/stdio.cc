@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -120,12 +122,47 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
   std::string line;
   std::mutex out_mu;
   StdioListens listens(server, out, out_mu);
+  // Long-running tool calls (McpServer::LongRunningCall), each on a thread of its own so that
+  // the loop goes on reading: a notifications/cancelled naming one is read while it runs,
+  // and its progress is written as it comes. Those that have ended are joined when the
+  // next starts; the rest before the session ends.
+  struct LongCall {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<LongCall> long_calls;
+  auto join_long_calls = [&long_calls](bool all) {
+    for (auto it = long_calls.begin(); it != long_calls.end();) {
+      if (!all && !it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = long_calls.erase(it);
+    }
+  };
+  auto write_lines = [&](const McpResponse& res) {
+    std::lock_guard<std::mutex> lock(out_mu);
+    for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
+    if (!res.body.is_null()) out << DumpBody(res) << '\n';
+    out.flush();
+  };
+  auto record = [&metrics](const McpResponse& res, std::chrono::steady_clock::time_point start) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics.Record(res.method, res.tool, res.status, seconds);
+    AccessLog().info(
+        "request route=stdio method={} tool={} status={} latency_ms={:.3f} trace_id={}",
+        res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool, res.status,
+        seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
+  };
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     auto current = authenticate();
     if (!current.ok() && current.status().code() == Code::kUnauthorized) {
       spdlog::error("CORTEX_TOKEN: {}; stopping", current.status().message());
+      join_long_calls(/*all=*/true);
       if (session) (void)server.EndSession(*session, auth);
       return 1;
     }
@@ -139,12 +176,46 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     auth = *std::move(current);
     auto start = std::chrono::steady_clock::now();
     McpResponse res;
-    if (line.size() > limits::kMaxStdioLineBytes) {
-      res.body = rpc::MakeError(nullptr, {rpc::kInvalidRequest,
-                                          "Invalid Request: message exceeds " +
-                                              std::to_string(limits::kMaxStdioLineBytes) + " bytes",
-                                          {}});
+    // A long-running tool's call (episode.ingest) may be as large as POST /v1/episodes.
+    bool long_call =
+        line.find("tools/call") != std::string::npos && server.LongRunningCall(nullptr, line);
+    size_t line_limit = long_call ? limits::kMaxIngestBodyBytes : limits::kMaxStdioLineBytes;
+    if (line.size() > line_limit) {
+      res.body = rpc::MakeError(
+          nullptr, {rpc::kInvalidRequest,
+                    "Invalid Request: message exceeds " + std::to_string(line_limit) + " bytes",
+                    {}});
       res.status = "invalid_request";
+    } else if (long_call) {
+      join_long_calls(/*all=*/false);
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      std::thread thread([&server, &out, &out_mu, &write_lines, &record, body = line, caller = auth,
+                          session, start, done] {
+        McpRequest req;
+        req.body = body;
+        req.transport = McpTransport::kStdio;
+        req.auth = &caller;
+        req.session_id = session;
+        req.live_notify = [&out, &out_mu](const json& n) {
+          std::lock_guard<std::mutex> lock(out_mu);
+          out << DumpJson(n) << '\n';
+          out.flush();
+        };
+        McpResponse res;
+        try {
+          res = server.Handle(req);
+        } catch (const std::exception& e) {
+          spdlog::error("request failed: {}", e.what());
+          res = McpResponse{};
+          res.body = rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}});
+          res.status = "internal_error";
+        }
+        write_lines(res);  // nothing if it was cancelled
+        record(res, start);
+        done->store(true);
+      });
+      long_calls.push_back({std::move(thread), std::move(done)});
+      continue;
     } else {
       McpRequest req;
       req.body = line;
@@ -165,12 +236,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
         session = res.new_session_id;
       }
     }
-    {
-      std::lock_guard<std::mutex> lock(out_mu);
-      for (const auto& n : res.notifications) out << DumpJson(n) << '\n';
-      if (!res.body.is_null()) out << DumpBody(res) << '\n';
-      out.flush();
-    }
+    write_lines(res);
     if (McpServer::IsListenStream(res.held_stream) && !res.notifications.empty()) {
       // Acknowledged (written above): from now on the listen thread tells its changes.
       listens.Add(
@@ -183,14 +249,9 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
         listens.Cancel(msg["params"]["requestId"]);
       }
     }
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    metrics.Record(res.method, res.tool, res.status, seconds);
-    AccessLog().info(
-        "request route=stdio method={} tool={} status={} latency_ms={:.3f} trace_id={}",
-        res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool, res.status,
-        seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
+    record(res, start);
   }
+  join_long_calls(/*all=*/true);
   if (session) (void)server.EndSession(*session, auth);
   return 0;
 }

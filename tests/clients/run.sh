@@ -42,7 +42,7 @@ fi
 if (( $# > 0 )); then
     scripts=("$@")
 else
-    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs v1_actions.mjs v1_elicit.mjs v1_oauth.mjs v2_oauth.mjs v1_resources.mjs v2_resources.mjs v2_listen.mjs v1_tasks.mjs mcp_remote.mjs)
+    scripts=(v1_http.mjs v1_stdio.mjs v2_http.mjs v1_triage.mjs v1_actions.mjs v1_elicit.mjs v1_oauth.mjs v2_oauth.mjs v1_resources.mjs v2_resources.mjs v2_listen.mjs v1_tasks.mjs mcp_remote.mjs progress.mjs)
 fi
 
 failed_scripts=()

@@ -27,7 +27,8 @@ import unittest
 EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
                   "decision.inspect", "decision.list", "notification.list",
                   "action.communicate", "action.approve", "action.reject",
-                  "meta.why_this_action", "rule.list", "rule.accept", "rule.reject"]
+                  "meta.why_this_action", "rule.list", "rule.accept", "rule.reject",
+                  "episode.ingest", "rule.learn"]
 
 CORTEX_BIN = os.environ.get("CORTEX_BIN", "/work/main/build/cortex")
 

@@ -61,7 +61,8 @@ NOT_PENDING_RE = re.compile(r"decision (dec_\w+) is (\w+), not pending")
 EXPECTED_TOOLS = ["workspace.status", "entity.lookup", "meta.why_this_notification",
                   "decision.inspect", "decision.list", "notification.list",
                   "action.communicate", "action.approve", "action.reject",
-                  "meta.why_this_action", "rule.list", "rule.accept", "rule.reject"]
+                  "meta.why_this_action", "rule.list", "rule.accept", "rule.reject",
+                  "episode.ingest", "rule.learn"]
 
 
 # --------------------------------------------------------------------------------------------
