@@ -184,9 +184,24 @@ void TaskRunner::PollOnce() {
   }
   if (!beat) return;
   TimePoint t = clock_.Now();
+  if (!any) {
+    // Idle: no heartbeat to write (a task started here is safe from reaping until it has
+    // stood still for dead_after, and the beats start with it); only a look, read-only,
+    // for another instance's tasks left working when it died.
+    bool dead = false;
+    Status looked = store_.Read([&](ReadTx& tx) -> Status {
+      auto found = tx.calls().AnyDeadTasks(t - options_.dead_after);
+      if (!found.ok()) return found.status();
+      dead = *found;
+      return Status::Ok();
+    });
+    if (!looked.ok()) spdlog::warn("task runner {}: looking for dead tasks: {}", instance_id_,
+                                   looked.message());
+    if (!dead) return;
+  }
   int64_t reaped = 0;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
-    CORTEX_RETURN_IF_ERROR(tx.calls().Heartbeat(instance_id_, t));
+    if (any) CORTEX_RETURN_IF_ERROR(tx.calls().Heartbeat(instance_id_, t));
     auto failed =
         tx.calls().FailTasksOf("", t - options_.dead_after, t, kDeadMessage,
                                json{{"code", kInternalError},

@@ -8,8 +8,9 @@
 //
 // Several instances share the store (PostgreSQL): each runner names itself (instance_id,
 // on the rows it runs), looks at its rows every `poll` to stop a task cancelled elsewhere
-// (the job's cancelled flag), writes a heartbeat every `heartbeat`, and fails the working
-// tasks of an instance whose heartbeat is older than `dead_after` (it died mid-task). A
+// (the job's cancelled flag), writes a heartbeat every `heartbeat` while it has tasks, and
+// fails the working tasks of an instance whose heartbeat is older than `dead_after` (it
+// died mid-task; an idle runner only reads until it finds some). A
 // stopping runner stops its jobs and fails what it ran or had queued. docs/mcp.md, "Tasks".
 #pragma once
 

@@ -224,6 +224,10 @@ TEST_F(TaskRunnerTest, AWorkingTaskOfAnInstanceWithNoHeartbeatAtAllIsFailed) {
   ASSERT_TRUE(store_->Write([&](WriteTx& tx) { return tx.calls().InsertTask(orphan); }).ok());
   TaskRunner b(*store_, clock_, Job, TaskRunnerOptions{.heartbeat = 0ms});
   b.PollOnce();
+  // Just moved: as a task an idle instance has just started, before its first beat.
+  EXPECT_EQ(Row(orphan.id).status, "working");
+  clock_.Advance(31s);
+  b.PollOnce();  // b is idle: it reads, finds the orphan, and only then writes
   EXPECT_EQ(Row(orphan.id).status, "failed");
 }
 

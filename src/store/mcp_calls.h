@@ -58,6 +58,9 @@ class McpCallsReader {
   // The tasks instance `instance` runs (TaskRunner: those no longer working were cancelled
   // or failed elsewhere).
   Result<std::vector<McpTask>> TasksOfInstance(const std::string& instance);
+  // Whether FailTasksOf("", dead_before, ...) would fail any task (an idle runner looks
+  // before it writes).
+  Result<bool> AnyDeadTasks(TimePoint dead_before);
 
  protected:
   TxState& s_;
@@ -81,8 +84,9 @@ class McpCallsWriter : public McpCallsReader {
   // Records that instance `instance` is alive at `now`.
   Status Heartbeat(const std::string& instance, TimePoint now);
   // Fails (status failed, `message`, `error` JSON) the working tasks of `instance`, or,
-  // with `instance` empty, of every instance whose last heartbeat is before `dead_before`
-  // (or that has none: it stopped already), and forgets those instances (their rows keep instance_id: one that was alive after
+  // with `instance` empty, those not moved since `dead_before` of every instance whose last
+  // heartbeat is before `dead_before` (or that has none: it stopped already, or was idle
+  // until the task started; it beats from then on), and forgets those instances (their rows keep instance_id: one that was alive after
   // all sees its tasks failed and stops them). Returns how many tasks it failed.
   Result<int64_t> FailTasksOf(const std::string& instance, TimePoint dead_before, TimePoint now,
                               const std::string& message, const nlohmann::json& error);

@@ -126,6 +126,17 @@ Result<std::vector<McpTask>> McpCallsReader::TasksOfInstance(const std::string& 
   return AllRows(s, TaskRow);
 }
 
+Result<bool> McpCallsReader::AnyDeadTasks(TimePoint dead_before) {
+  Stmt s = s_.conn.Prepare(
+      "SELECT 1 FROM mcp_tasks WHERE status = 'working' AND updated_at < ? AND instance_id NOT IN"
+      " (SELECT id FROM mcp_task_instances WHERE heartbeat_at >= ?) LIMIT 1");
+  s.Bind(1, dead_before).Bind(2, dead_before);
+  Status st;
+  bool found = s.Step(&st);
+  CORTEX_RETURN_IF_ERROR(st);
+  return found;
+}
+
 Status McpCallsWriter::ReleaseTask(const std::string& ws, const std::string& id) {
   Stmt s =
       s_.conn.Prepare("UPDATE mcp_tasks SET instance_id = '' WHERE id = ? AND workspace_id = ?");
@@ -157,10 +168,14 @@ Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoi
   }
   Stmt s = s_.conn.Prepare(
       "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?"
-      " WHERE status = 'working' AND instance_id NOT IN (SELECT id FROM mcp_task_instances"
-      " WHERE heartbeat_at >= ?)");
-  CORTEX_RETURN_IF_ERROR(
-      s.Bind(1, message).Bind(2, error_text).Bind(3, now).Bind(4, dead_before).Run());
+      " WHERE status = 'working' AND updated_at < ? AND instance_id NOT IN (SELECT id FROM"
+      " mcp_task_instances WHERE heartbeat_at >= ?)");
+  CORTEX_RETURN_IF_ERROR(s.Bind(1, message)
+                             .Bind(2, error_text)
+                             .Bind(3, now)
+                             .Bind(4, dead_before)
+                             .Bind(5, dead_before)
+                             .Run());
   failed = s_.conn.Changes();
   Stmt d = s_.conn.Prepare("DELETE FROM mcp_task_instances WHERE heartbeat_at < ?");
   CORTEX_RETURN_IF_ERROR(d.Bind(1, dead_before).Run());

@@ -55,15 +55,14 @@ Status ToolRegistry::Add(ToolDef def) {
   auto hint =
       def.annotations.is_object() ? def.annotations.find("readOnlyHint") : def.annotations.end();
   bool read_only = hint != def.annotations.end() && hint->is_boolean() && hint->get<bool>();
+  index_.emplace(def.name, tools_.size());
   tools_.push_back(Entry{std::move(def), std::move(*input), std::move(output), read_only});
   return Status::Ok();
 }
 
 const ToolRegistry::Entry* ToolRegistry::Find(std::string_view name) const {
-  for (const Entry& e : tools_) {
-    if (e.def.name == name) return &e;
-  }
-  return nullptr;
+  auto it = index_.find(name);
+  return it != index_.end() ? &tools_[it->second] : nullptr;
 }
 
 int LogLevelIndex(std::string_view level) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -150,7 +151,14 @@ class ToolRegistry {
     bool read_only = false;  // annotations.readOnlyHint is true
   };
   const Entry* Find(std::string_view name) const;  // null if no tool has that name
+  // Looked up by name several times per call (scope, read-only, tasks, long-running...):
+  // hashed, as a string_view without a copy.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<Entry> tools_;
+  std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> index_;  // into tools_
   nlohmann::json list_ = nlohmann::json::array();
   bool check_output_ = false;
   bool any_task_support_ = false;
