@@ -133,6 +133,13 @@ TEST_F(StepsTest, AFailedStepUndoesEveryStep) {
                   })
                   .ok());
   EXPECT_EQ(CountWorkspaces(*store_), 2u);
+  // The undo turns SQLite's foreign keys off around itself only: they hold again.
+  Status orphan = store_->Write(
+      [](WriteTx& tx) { return tx.entities().Insert(MakeEntity("ws_none", "entity_z", "Z")); });
+  EXPECT_FALSE(orphan.ok());
+  if (store_->SuspendsWrites()) {
+    EXPECT_NE(orphan.message().find("FOREIGN KEY"), std::string::npos) << orphan.message();
+  }
 
   // Undone for good: a restart finds nothing to undo and nothing came back.
   store_.Reopen();
