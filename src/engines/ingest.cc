@@ -353,6 +353,17 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   return IngestJsonl(store, clock, ws_id, jsonl, also, IngestControl{});
 }
 
+nlohmann::json IngestReportJson(const IngestReport& report, std::string_view status) {
+  return {{"status", status},
+          {"lines", report.lines},
+          {"episodes_added", report.episodes_added},
+          {"entities_added", report.entities_added},
+          {"entities_updated", report.entities_updated},
+          {"duplicates", report.duplicates},
+          {"triaged", report.triaged},
+          {"world_version", report.world_version}};
+}
+
 namespace {
 constexpr char kCancelledMessage[] = "the ingest was cancelled; nothing of it was written";
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,10 @@ struct IngestReport {
   size_t triaged = 0;           // inbound messages triaged (one notification each)
   std::string world_version;    // after the batch (unchanged if the batch changed nothing)
 };
+
+// The report as POST /v1/episodes and episode.ingest answer it: {"status": `status`,
+// "lines": ..., ..., "world_version": ...}.
+nlohmann::json IngestReportJson(const IngestReport& report, std::string_view status);
 
 // Ingests `jsonl` into workspace `ws_id`. On any bad line: InvalidArgument whose message
 // starts "line N: " and names the field; nothing is written.

@@ -16,6 +16,11 @@ constexpr char kStoppedMessage[] =
 constexpr char kDeadMessage[] =
     "The server instance running the task stopped answering; call the tool again.";
 
+// The JSON-RPC error a task failed by the runner carries.
+json RunnerError(const char* message) {
+  return {{"code", kInternalError}, {"message", "Internal error: " + std::string(message)}};
+}
+
 }  // namespace
 
 TaskRunner::TaskRunner(Store& store, const Clock& clock, TaskJob job, TaskRunnerOptions options)
@@ -203,9 +208,7 @@ void TaskRunner::PollOnce() {
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     if (any) CORTEX_RETURN_IF_ERROR(tx.calls().Heartbeat(instance_id_, t));
     auto failed =
-        tx.calls().FailTasksOf("", t - options_.dead_after, t, kDeadMessage,
-                               json{{"code", kInternalError},
-                                    {"message", "Internal error: " + std::string(kDeadMessage)}});
+        tx.calls().FailTasksOf("", t - options_.dead_after, t, kDeadMessage, RunnerError(kDeadMessage));
     if (!failed.ok()) return failed.status();
     reaped = *failed;
     return Status::Ok();
@@ -238,10 +241,8 @@ void TaskRunner::Stop() {
   threads_.clear();
   int64_t failed = 0;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
-    auto f = tx.calls().FailTasksOf(
-        instance_id_, TimePoint{}, clock_.Now(), kStoppedMessage,
-        json{{"code", kInternalError},
-             {"message", "Internal error: " + std::string(kStoppedMessage)}});
+    auto f = tx.calls().FailTasksOf(instance_id_, TimePoint{}, clock_.Now(), kStoppedMessage,
+                                    RunnerError(kStoppedMessage));
     if (!f.ok()) return f.status();
     failed = *f;
     return Status::Ok();

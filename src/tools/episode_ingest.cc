@@ -68,14 +68,7 @@ ToolDef EpisodeIngestTool() {
         control.cancelled = [&ctx] { return Cancelled(ctx); };
         auto report = IngestJsonl(ctx.store, ctx.clock, ctx.auth.workspace_id, jsonl, control);
         if (!report.ok()) return ToolReply::FromStatus(report.status());
-        return ToolReply::Ok({{"status", "success"},
-                              {"lines", report->lines},
-                              {"episodes_added", report->episodes_added},
-                              {"entities_added", report->entities_added},
-                              {"entities_updated", report->entities_updated},
-                              {"duplicates", report->duplicates},
-                              {"triaged", report->triaged},
-                              {"world_version", report->world_version}});
+        return ToolReply::Ok(IngestReportJson(*report, "success"));
       },
       // To a client that takes tasks, the call answers at once with a task that runs in
       // the background (tasks/get, tasks/cancel; docs/mcp.md, "Tasks").

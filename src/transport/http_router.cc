@@ -632,14 +632,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
                                                                   : 500;
     return Problem(status, CodeName(report.status().code()), report.status().message());
   }
-  return Json(200, {{"status", "ok"},
-                    {"lines", report->lines},
-                    {"episodes_added", report->episodes_added},
-                    {"entities_added", report->entities_added},
-                    {"entities_updated", report->entities_updated},
-                    {"duplicates", report->duplicates},
-                    {"triaged", report->triaged},
-                    {"world_version", report->world_version}});
+  return Json(200, IngestReportJson(*report, "ok"));
 }
 
 }  // namespace cortex

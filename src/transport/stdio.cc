@@ -156,6 +156,18 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
         res.method.empty() ? "-" : res.method, res.tool.empty() ? "-" : res.tool, res.status,
         seconds * 1000, res.trace_id.empty() ? "-" : res.trace_id);
   };
+  // server.Handle, its exception an internal error answered as such.
+  auto handle = [&server](const McpRequest& req) {
+    try {
+      return server.Handle(req);
+    } catch (const std::exception& e) {
+      spdlog::error("request failed: {}", e.what());
+      McpResponse res;
+      res.body = rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}});
+      res.status = "internal_error";
+      return res;
+    }
+  };
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
@@ -189,7 +201,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
     } else if (long_call) {
       join_long_calls(/*all=*/false);
       auto done = std::make_shared<std::atomic<bool>>(false);
-      std::thread thread([&server, &out, &out_mu, &write_lines, &record, body = line, caller = auth,
+      std::thread thread([&handle, &out, &out_mu, &write_lines, &record, body = line, caller = auth,
                           session, start, done] {
         McpRequest req;
         req.body = body;
@@ -201,15 +213,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
           out << DumpJson(n) << '\n';
           out.flush();
         };
-        McpResponse res;
-        try {
-          res = server.Handle(req);
-        } catch (const std::exception& e) {
-          spdlog::error("request failed: {}", e.what());
-          res = McpResponse{};
-          res.body = rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}});
-          res.status = "internal_error";
-        }
+        McpResponse res = handle(req);
         write_lines(res);  // nothing if it was cancelled
         record(res, start);
         done->store(true);
@@ -222,14 +226,7 @@ int ServeStdio(McpServer& server, const StdioAuthenticator& authenticate, Metric
       req.transport = McpTransport::kStdio;
       req.auth = &auth;
       req.session_id = session;
-      try {
-        res = server.Handle(req);
-      } catch (const std::exception& e) {
-        spdlog::error("request failed: {}", e.what());
-        res = McpResponse{};
-        res.body = rpc::MakeError(nullptr, {rpc::kInternalError, "Internal error", {}});
-        res.status = "internal_error";
-      }
+      res = handle(req);
       if (!res.new_session_id.empty()) {
         // A new initialize replaces the old session: the process serves one client.
         if (session) (void)server.EndSession(*session, auth);
