@@ -217,7 +217,9 @@ Status McpCallsWriter::InsertTask(const McpTask& t) {
 }
 
 Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
-  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(t.workspace_id));
+  // No Enter (PostgreSQL's lock on the workspace's row): the WHERE below is the move's own
+  // check, and a tasks/cancel must not wait for the batch its task is landing in that
+  // workspace (an episode.ingest: it would be cancelled only once it had landed).
   const std::string result = OptJson(t.result), error = OptJson(t.error);
   std::optional<std::string> result_col, error_col;
   if (!result.empty()) result_col = result;
