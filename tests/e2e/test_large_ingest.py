@@ -148,8 +148,10 @@ class TestLargeIngest(unittest.TestCase):
         finally:
             cli.kill()
             cli.wait()
+        # The server logs the undo once it has committed: wait for both.
         deadline = time.monotonic() + 30
-        while self._steps_begun() and time.monotonic() < deadline:
+        while ((self._steps_begun() or "undid an ingest batch" not in self.server.read_log())
+               and time.monotonic() < deadline):
             time.sleep(0.2)
         self.assertFalse(self._steps_begun(), "the stranded batch is still in the store")
         self.assertIn("undid an ingest batch", self.server.read_log())
