@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <boost/asio/ip/address.hpp>
-#include <condition_variable>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -14,6 +13,7 @@
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/metrics.h"
+#include "core/stop_signal.h"
 #include "core/thread_name.h"
 #include "core/time.h"
 #include "engines/calendar_sync.h"
@@ -21,8 +21,8 @@
 #include "engines/delivery.h"
 #include "engines/digest.h"
 #include "engines/idempotency.h"
-#include "engines/oauth.h"
 #include "engines/mail_sync.h"
+#include "engines/oauth.h"
 #include "engines/pushes.h"
 #include "engines/task_runner.h"
 #include "engines/tokens.h"
@@ -64,11 +64,7 @@ class BackgroundWork {
     NameThread(thread_, "cortex-dispatch");
   }
   ~BackgroundWork() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    stop_.Stop();
     thread_.join();
   }
 
@@ -76,9 +72,7 @@ class BackgroundWork {
   static constexpr std::chrono::milliseconds kTick{200};
 
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
+    do {
       try {
         auto due = actions_.ProcessDue(clock_.Now());
         if (!due.ok()) spdlog::warn("due actions: {}", due.status().message());
@@ -90,9 +84,7 @@ class BackgroundWork {
       } catch (const std::exception& e) {
         spdlog::error("background work failed: {}", e.what());
       }
-      lock.lock();
-      cv_.wait_for(lock, kTick, [this] { return stop_; });
-    }
+    } while (!stop_.WaitFor(kTick));
   }
 
   // A `cortex ingest` killed half way through a large batch on this data leaves its steps
@@ -149,9 +141,7 @@ class BackgroundWork {
   TimePoint last_sweep_{};
   std::chrono::steady_clock::time_point last_stranded_check_{};
   TimePoint last_digests_{};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  StopSignal stop_;
   std::thread thread_;  // last: starts once everything above exists
 };
 
@@ -181,11 +171,7 @@ class ConnectorPoller {
     }
   }
   ~ConnectorPoller() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
+    stop_.Stop();
     for (std::thread& t : threads_) t.join();
   }
 
@@ -211,7 +197,7 @@ class ConnectorPoller {
     int pass_failures = 0;
     int idle_failures = 0;
     Steady::time_point idle_retry{};  // when to open the IDLE connection again
-    while (!stopping_) {
+    while (!stop_.stopped()) {
       // Watch first, then read: mail that arrives during the pass wakes the next one.
       if (use_idle && !idle && Steady::now() >= idle_retry) {
         auto watcher = std::make_unique<ImapIdle>(account);
@@ -236,7 +222,7 @@ class ConnectorPoller {
       Steady::time_point next = Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
                                                         pass_failures, kPassRetryMax);
       if (idle) {
-        auto news = idle->Wait(next, stopping_);
+        auto news = idle->Wait(next, stop_.flag());
         if (news.ok()) continue;  // new mail, or time for a pass
         ++idle_failures;
         auto wait = Backoff(kIdleRetryFirst, idle_failures - 1, kIdleRetryMax);
@@ -245,14 +231,13 @@ class ConnectorPoller {
         idle_retry = Steady::now() + wait;
       }
       if (use_idle && !idle) next = std::min(next, idle_retry);
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next, [this] { return stopping_.load(); });
+      stop_.WaitUntil(next);
     }
   }
 
   void Poll(const CalendarAccount& account) {
     int failures = 0;
-    while (!stopping_) {
+    do {
       try {
         auto report = SyncCalendar(store_, clock_, account);
         if (report.ok()) {
@@ -268,11 +253,8 @@ class ConnectorPoller {
         ++failures;
         spdlog::error("calendar {}: {}", account.Name(), e.what());
       }
-      Steady::time_point next = Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
-                                                        failures, kPassRetryMax);
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next, [this] { return stopping_.load(); });
-    }
+    } while (!stop_.WaitUntil(Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
+                                                      failures, kPassRetryMax)));
   }
 
   // One pass over every folder of `account`: its failures counted in *failures (0 after a
@@ -280,7 +262,7 @@ class ConnectorPoller {
   void Pass(const ImapAccount& account, int* failures) {
     try {
       ImapSession session(account);
-      auto report = SyncMailbox(store_, clock_, account, session, &stopping_);
+      auto report = SyncMailbox(store_, clock_, account, session, &stop_.flag());
       if (report.ok()) {
         *failures = 0;
         if (report->added > 0) spdlog::info("imap {}: {}", account.Name(), report->Summary());
@@ -296,9 +278,7 @@ class ConnectorPoller {
 
   Store& store_;
   const Clock& clock_;
-  std::atomic<bool> stopping_{false};  // ends a long pass between batches, and a wait
-  std::mutex mu_;
-  std::condition_variable cv_;
+  StopSignal stop_;                   // ends a long pass between batches, and a wait
   std::vector<std::thread> threads_;  // last: they start once everything above exists
 };
 
@@ -315,27 +295,20 @@ class LearningWork {
     NameThread(thread_, "cortex-learn");
   }
   ~LearningWork() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    stop_.Stop();
     thread_.join();
   }
 
  private:
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_ && learning_serve_.enabled) {
-      lock.unlock();
+    if (!learning_serve_.enabled) return;
+    do {
       try {
         LearnWhenSettled();
       } catch (const std::exception& e) {
         spdlog::error("learning failed: {}", e.what());
       }
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
-    }
+    } while (!stop_.WaitFor(std::chrono::seconds(1)));
   }
 
   // A learning pass (docs/learning.md) for each workspace whose world has been still for
@@ -394,9 +367,7 @@ class LearningWork {
   EngineConfig::ServeLearning learning_serve_;
   LearningConfig learning_;
   std::map<std::string, LearnState> learned_;  // by workspace id
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  StopSignal stop_;
   std::thread thread_;  // last: starts once everything above exists
 };
 

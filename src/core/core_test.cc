@@ -5,12 +5,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_schema.h"
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/stop_signal.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -268,6 +270,22 @@ TEST(JsonTextTest, ParseJsonRefusesNestingPastTheLimit) {
       EXPECT_FALSE(ParseStoredJson(pad + nested(5000, objects)).is_discarded());
     }
   }
+}
+
+// A background thread sleeping until its next round wakes as soon as its owner stops it,
+// not at the end of the round: a server's shutdown waits for no poll interval.
+TEST(StopSignalTest, AWaiterWakesAtStopNotAtItsDeadline) {
+  StopSignal stop;
+  EXPECT_FALSE(stop.WaitFor(std::chrono::milliseconds(1)));  // not stopped: the wait ends
+  bool woke_stopped = false;
+  std::thread waiter([&] { woke_stopped = stop.WaitFor(std::chrono::hours(1)); });
+  stop.Stop();
+  waiter.join();  // an hour, were it not woken
+  EXPECT_TRUE(woke_stopped);
+  EXPECT_TRUE(stop.stopped());
+  EXPECT_TRUE(stop.flag().load());
+  // Once stopped, every later wait returns at once.
+  EXPECT_TRUE(stop.WaitUntil(std::chrono::steady_clock::now() + std::chrono::hours(1)));
 }
 
 TEST(TimeTest, RoundTripsUtc) {
