@@ -78,10 +78,12 @@ Status McpCallsWriter::DeleteRoundsBefore(TimePoint before) {
 }
 
 namespace {
-std::string OptJson(const json& v) { return v.is_null() ? std::string() : DumpJson(v); }
-}  // namespace
+// A JSON column that may be NULL (a task's result and error): null is NULL.
+std::optional<std::string> NullableJson(const json& v) {
+  if (v.is_null()) return std::nullopt;
+  return DumpJson(v);
+}
 
-namespace {
 // The columns TaskRow reads, in its order (a literal, joined to each statement's text).
 #define CORTEX_TASK_COLUMNS                                                                  \
   "id, workspace_id, token_id, tool, decision_id, status, status_message, result, error,"    \
@@ -184,17 +186,12 @@ Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoi
 
 Status McpCallsWriter::InsertTask(const McpTask& t) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(t.workspace_id));
-  const std::string result = OptJson(t.result), error = OptJson(t.error);
-  std::optional<std::string> result_col, error_col;
-  if (!result.empty()) result_col = result;
-  if (!error.empty()) error_col = error;
+  const std::optional<std::string> result_col = NullableJson(t.result),
+                                   error_col = NullableJson(t.error);
   const std::string args = DumpJson(t.arguments), requests = DumpJson(t.input_requests),
                     responses = DumpJson(t.input_responses);
-  Stmt s = s_.conn.Prepare(
-      "INSERT INTO mcp_tasks (id, workspace_id, token_id, tool, decision_id, status,"
-      " status_message, result, error, created_at, updated_at, expires_at, arguments, scopes,"
-      " input_requests, input_responses, request_state, instance_id)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Stmt s = s_.conn.Prepare("INSERT INTO mcp_tasks (" CORTEX_TASK_COLUMNS
+                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   return s.Bind(1, t.id)
       .Bind(2, t.workspace_id)
       .Bind(3, t.token_id)
@@ -220,10 +217,8 @@ Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
   // No Enter (PostgreSQL's lock on the workspace's row): the WHERE below is the move's own
   // check, and a tasks/cancel must not wait for the batch its task is landing in that
   // workspace (an episode.ingest: it would be cancelled only once it had landed).
-  const std::string result = OptJson(t.result), error = OptJson(t.error);
-  std::optional<std::string> result_col, error_col;
-  if (!result.empty()) result_col = result;
-  if (!error.empty()) error_col = error;
+  const std::optional<std::string> result_col = NullableJson(t.result),
+                                   error_col = NullableJson(t.error);
   const std::string requests = DumpJson(t.input_requests), responses = DumpJson(t.input_responses),
                     was = DumpJson(prev.input_responses);
   Stmt s = s_.conn.Prepare(
