@@ -105,9 +105,8 @@ std::string Str(const json& obj, const char* field) {
   return it == obj.end() ? std::string() : it->get<std::string>();
 }
 
-Result<Line> ParseLine(size_t n, std::string_view text) {
-  json obj = ParseJson(text);
-  if (obj.is_discarded()) return LineError(n, "not valid JSON");
+// Line `n`, parsed: checked against the line schemas and turned into what is written.
+Result<Line> ReadLine(size_t n, const json& obj) {
   if (!obj.is_object()) return LineError(n, "expected a JSON object");
   auto type = obj.find("type");
   if (type == obj.end() || !type->is_string()) {
@@ -173,6 +172,11 @@ Result<Line> ParseLine(size_t n, std::string_view text) {
   e.thread = Str(obj, "thread");
   if (obj.contains("external_id")) e.external_id = obj["external_id"].get<std::string>();
   return Line{n, std::move(ep)};
+}
+
+Status TooManyLines(size_t n) {
+  return LineError(n,
+                   "a batch holds at most " + std::to_string(limits::kMaxIngestLines) + " lines");
 }
 
 // What a batch carries from one step to the next (a batch of one step has one).
@@ -377,34 +381,14 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   return IngestJsonl(store, clock, ws_id, jsonl, nullptr, control);
 }
 
-Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
-                                 std::string_view jsonl,
-                                 const std::function<Status(WriteTx&)>& also,
-                                 const IngestControl& control) {
+namespace {
+
+// Writes a batch's validated lines (see IngestJsonl).
+Result<IngestReport> WriteLines(Store& store, const Clock& clock, const std::string& ws_id,
+                                const std::vector<Line>& lines,
+                                const std::function<Status(WriteTx&)>& also,
+                                const IngestControl& control) {
   auto stopped = [&] { return control.cancelled && control.cancelled(); };
-  std::vector<Line> lines;
-  size_t number = 0;
-  size_t pos = 0;
-  while (pos < jsonl.size()) {
-    size_t end = jsonl.find('\n', pos);
-    if (end == std::string_view::npos) end = jsonl.size();
-    std::string_view text = jsonl.substr(pos, end - pos);
-    pos = end + 1;
-    ++number;
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
-    if (text.size() > limits::kMaxIngestLineBytes) {
-      return LineError(number,
-                       "longer than " + std::to_string(limits::kMaxIngestLineBytes) + " bytes");
-    }
-    if (lines.size() == limits::kMaxIngestLines) {
-      return LineError(
-          number, "a batch holds at most " + std::to_string(limits::kMaxIngestLines) + " lines");
-    }
-    auto line = ParseLine(number, text);
-    if (!line.ok()) return line.status();
-    lines.push_back(std::move(*line));
-  }
   if (lines.empty() && !also) return Status::InvalidArgument("the batch is empty");
 
   IngestReport report;
@@ -458,6 +442,52 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
   report.lines = lines.size();
   if (control.progress) control.progress(n, n);
   return report;
+}
+
+}  // namespace
+
+Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::string_view jsonl,
+                                 const std::function<Status(WriteTx&)>& also,
+                                 const IngestControl& control) {
+  std::vector<Line> lines;
+  size_t number = 0;
+  size_t pos = 0;
+  while (pos < jsonl.size()) {
+    size_t end = jsonl.find('\n', pos);
+    if (end == std::string_view::npos) end = jsonl.size();
+    std::string_view text = jsonl.substr(pos, end - pos);
+    pos = end + 1;
+    ++number;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+    if (text.size() > limits::kMaxIngestLineBytes) {
+      return LineError(number,
+                       "longer than " + std::to_string(limits::kMaxIngestLineBytes) + " bytes");
+    }
+    if (lines.size() == limits::kMaxIngestLines) return TooManyLines(number);
+    json obj = ParseJson(text);
+    if (obj.is_discarded()) return LineError(number, "not valid JSON");
+    auto line = ReadLine(number, obj);
+    if (!line.ok()) return line.status();
+    lines.push_back(std::move(*line));
+  }
+  return WriteLines(store, clock, ws_id, lines, also, control);
+}
+
+Result<IngestReport> IngestObjects(Store& store, const Clock& clock, const std::string& ws_id,
+                                   const nlohmann::json& items, const IngestControl& control) {
+  if (!items.is_array()) return Status::InvalidArgument("the batch must be an array of lines");
+  std::vector<Line> lines;
+  lines.reserve(std::min(items.size(), limits::kMaxIngestLines));
+  for (const json& item : items) {
+    const size_t number = lines.size() + 1;
+    if (lines.size() == limits::kMaxIngestLines) return TooManyLines(number);
+    auto line = ReadLine(number, item);
+    if (!line.ok()) return line.status();
+    lines.push_back(std::move(*line));
+  }
+  return WriteLines(store, clock, ws_id, lines, nullptr, control);
 }
 
 }  // namespace cortex

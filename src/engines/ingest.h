@@ -61,6 +61,11 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
                                  std::string_view jsonl,
                                  const std::function<Status(WriteTx&)>& also,
                                  const IngestControl& control);
+// The same as IngestJsonl(store, clock, ws_id, jsonl, control) for lines already parsed:
+// `lines` is an array whose item i is line i + 1 (episode.ingest's argument). The 64 KiB
+// limit on a line's text does not apply; the schemas' limits on each field do.
+Result<IngestReport> IngestObjects(Store& store, const Clock& clock, const std::string& ws_id,
+                                   const nlohmann::json& lines, const IngestControl& control);
 // Whether `st` is the status of a batch IngestControl::cancelled stopped.
 bool IsIngestCancelled(const Status& st);
 

@@ -289,8 +289,48 @@ TEST_F(IngestTest, ErrorsNameTheLineAndField) {
     ASSERT_FALSE(report.ok()) << c.line;
     EXPECT_EQ(report.status().message().rfind(c.expected_prefix, 0), 0u)
         << c.line << " -> " << report.status().message();
+    // The same line as an item of episode.ingest's `lines`: the same error.
+    nlohmann::json item = nlohmann::json::parse(c.line, nullptr, /*allow_exceptions=*/false);
+    if (item.is_discarded()) continue;
+    auto as_item = IngestObjects(*store_, clock_, ws_.id, nlohmann::json::array({item}), {});
+    ASSERT_FALSE(as_item.ok()) << c.line;
+    EXPECT_EQ(as_item.status().message(), report.status().message());
   }
   EXPECT_EQ(Counts().episodes, 0);
+}
+
+// episode.ingest's items are read as parsed, as the lines of a JSONL batch are: the same
+// report, and a bad item N refuses the batch as "line N".
+TEST_F(IngestTest, ParsedLinesIngestAsTheirTextDoes) {
+  nlohmann::json items = nlohmann::json::array();
+  std::string text = kGood;
+  for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+    items.push_back(nlohmann::json::parse(text.substr(at, end - at)));
+  }
+  nlohmann::json bad = items;
+  bad.push_back({{"type", "episode"},
+                 {"kind", "message_received"},
+                 {"occurred_at", "yesterday"},
+                 {"counterparty", "a@b.example"},
+                 {"summary", "x"}});
+  auto refused = IngestObjects(*store_, clock_, ws_.id, bad, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("line 4: field 'occurred_at':", 0), 0u)
+      << refused.status().message();
+  EXPECT_EQ(Counts().episodes, 0);
+
+  auto report = IngestObjects(*store_, clock_, ws_.id, items, {});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->lines, 3u);
+  EXPECT_EQ(report->episodes_added, 2u);
+  EXPECT_EQ(report->entities_added, 1u);
+  EXPECT_EQ(WorldVersion(), report->world_version);
+  // The same lines again as text: all duplicates, nothing more stored.
+  auto again = IngestJsonl(*store_, clock_, ws_.id, kGood);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->duplicates, 1u);  // the calendar block has no external_id
+  EXPECT_EQ(IngestObjects(*store_, clock_, ws_.id, nlohmann::json::array(), {}).status().code(),
+            Code::kInvalidArgument);
 }
 
 TEST_F(IngestTest, EmptyBatchIsRefused) {

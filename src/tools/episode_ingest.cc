@@ -1,6 +1,5 @@
 // episode.ingest: POST /v1/episodes as an MCP tool, for a long batch with progress and
 // cancellation (docs/mcp.md, "Progress and cancellation").
-#include "core/json_text.h"
 #include "core/limits.h"
 #include "engines/ingest.h"
 #include "tools/cortex_tools.h"
@@ -53,20 +52,15 @@ ToolDef EpisodeIngestTool() {
       .scope = kScopeAct,
       .long_running = true,
       .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
-        // The same bytes POST /v1/episodes reads: one line per item, so "line N" is item N.
-        const json& lines = args.at("lines");
-        std::string jsonl;
-        for (const json& line : lines) {
-          jsonl += DumpJson(line);
-          jsonl += '\n';
-        }
+        // Read as POST /v1/episodes reads its lines, already parsed: "line N" is item N.
         IngestControl control;
         control.progress = [&ctx](size_t done, size_t total) {
           ReportProgress(ctx, static_cast<double>(done), static_cast<double>(total),
                          std::to_string(done) + " of " + std::to_string(total) + " lines");
         };
         control.cancelled = [&ctx] { return Cancelled(ctx); };
-        auto report = IngestJsonl(ctx.store, ctx.clock, ctx.auth.workspace_id, jsonl, control);
+        auto report =
+            IngestObjects(ctx.store, ctx.clock, ctx.auth.workspace_id, args.at("lines"), control);
         if (!report.ok()) return ToolReply::FromStatus(report.status());
         return ToolReply::Ok(IngestReportJson(*report, "success"));
       },
