@@ -459,8 +459,10 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   std::unique_ptr<TaskRunner> task_runner;
   if (registry.AnyTaskSupport()) {
     task_runner = std::make_unique<TaskRunner>(
-        **store, clock, [&mcp](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c) {
-          return mcp.RunTask(t, c);
+        **store, clock,
+        [&mcp](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c,
+               const std::function<void(std::string)>& progress) {
+          return mcp.RunTask(t, c, progress);
         });
     mcp.SetTaskRunner(task_runner.get());
   }

@@ -53,14 +53,14 @@ Result<McpTask> TaskRunner::Start(McpTask task) {
     }
     // Reserved before the write, so that two calls racing for the last place cannot both
     // have it.
-    active_.emplace(task.id, std::make_shared<std::atomic<bool>>(false));
+    active_[task.id].workspace_id = task.workspace_id;
   }
   task.status = "working";
   task.instance_id = instance_id_;
   task.created_at = task.updated_at = clock_.Now();
   Status st = store_.Write([&](WriteTx& tx) { return tx.calls().InsertTask(task); });
   std::unique_lock<std::mutex> lock(mu_);
-  auto flag = active_[task.id];
+  auto flag = active_[task.id].cancelled;
   if (!st.ok()) {
     active_.erase(task.id);
     return st;
@@ -73,8 +73,9 @@ Result<McpTask> TaskRunner::Start(McpTask task) {
 
 void TaskRunner::Enqueue(McpTask task) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto& flag = active_[task.id];
-  if (!flag) flag = std::make_shared<std::atomic<bool>>(false);
+  Active& active = active_[task.id];
+  active.workspace_id = task.workspace_id;
+  auto flag = active.cancelled;
   if (stopping_) flag->store(true);  // failed by Stop() with the rest
   queue_.push_back(Entry{std::move(task), flag});
   lock.unlock();
@@ -83,7 +84,7 @@ void TaskRunner::Enqueue(McpTask task) {
 
 void TaskRunner::CancelLocal(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = active_.find(id); it != active_.end()) it->second->store(true);
+  if (auto it = active_.find(id); it != active_.end()) it->second.cancelled->store(true);
 }
 
 size_t TaskRunner::active() const {
@@ -106,7 +107,14 @@ void TaskRunner::Work() {
 void TaskRunner::Run(Entry e) {
   const McpTask& started = e.task;
   TaskOutcome outcome;
-  if (!e.cancelled->load()) outcome = job_(started, e.cancelled);
+  auto progress = [this, id = started.id](std::string note) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = active_.find(id); it != active_.end() && it->second.progress != note) {
+      it->second.progress = std::move(note);
+      it->second.progress_stored = false;
+    }
+  };
+  if (!e.cancelled->load()) outcome = job_(started, e.cancelled, progress);
   bool stopping;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,6 +179,7 @@ void TaskRunner::PollOnce() {
     }
   }
   if (any) {
+    StoreProgress();
     // A task cancelled (or failed) on another instance: stop its job.
     std::vector<McpTask> rows;
     Status st = store_.Read([&](ReadTx& tx) -> Status {
@@ -183,7 +192,7 @@ void TaskRunner::PollOnce() {
       std::lock_guard<std::mutex> lock(mu_);
       for (const McpTask& t : rows) {
         if (t.status == "working") continue;
-        if (auto it = active_.find(t.id); it != active_.end()) it->second->store(true);
+        if (auto it = active_.find(t.id); it != active_.end()) it->second.cancelled->store(true);
       }
     }
   }
@@ -217,6 +226,31 @@ void TaskRunner::PollOnce() {
   if (reaped > 0) spdlog::warn("failed {} tasks of instances that stopped answering", reaped);
 }
 
+void TaskRunner::StoreProgress() {
+  struct Note {
+    std::string id, workspace_id, text;
+  };
+  std::vector<Note> notes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, active] : active_) {
+      if (active.progress_stored) continue;
+      notes.push_back({id, active.workspace_id, active.progress});
+      active.progress_stored = true;  // a failed write is not retried: the next note is
+    }
+  }
+  if (notes.empty()) return;
+  TimePoint now = clock_.Now();
+  Status st = store_.Write([&](WriteTx& tx) -> Status {
+    for (const Note& n : notes) {
+      CORTEX_RETURN_IF_ERROR(
+          tx.calls().NoteTaskProgress(n.workspace_id, n.id, instance_id_, n.text, now));
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) spdlog::warn("task runner {}: storing progress: {}", instance_id_, st.message());
+}
+
 void TaskRunner::Poll() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
@@ -233,7 +267,7 @@ void TaskRunner::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
-    for (auto& [id, flag] : active_) flag->store(true);
+    for (auto& [id, active] : active_) active.cancelled->store(true);
   }
   cv_.notify_all();
   poll_cv_.notify_all();

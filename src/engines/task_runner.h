@@ -8,7 +8,8 @@
 //
 // Several instances share the store (PostgreSQL): each runner names itself (instance_id,
 // on the rows it runs), looks at its rows every `poll` to stop a task cancelled elsewhere
-// (the job's cancelled flag), writes a heartbeat every `heartbeat` while it has tasks, and
+// (the job's cancelled flag) and to write the progress its jobs noted since (their rows'
+// statusMessage), writes a heartbeat every `heartbeat` while it has tasks, and
 // fails the working tasks of an instance whose heartbeat is older than `dead_after` (it
 // died mid-task; an idle runner only reads until it finds some). A
 // stopping runner stops its jobs and fails what it ran or had queued. docs/mcp.md, "Tasks".
@@ -46,9 +47,11 @@ struct TaskOutcome {
 };
 
 // Runs task `task`'s tool once (its arguments, scopes, answers so far); stops early once
-// `*cancelled` is set.
+// `*cancelled` is set. It may tell `progress` how far it has come ("4000 of 10000 lines"):
+// the latest note is the task's statusMessage while it works.
 using TaskJob = std::function<TaskOutcome(const McpTask& task,
-                                          const std::shared_ptr<std::atomic<bool>>& cancelled)>;
+                                          const std::shared_ptr<std::atomic<bool>>& cancelled,
+                                          const std::function<void(std::string)>& progress)>;
 
 struct TaskRunnerOptions {
   int threads = 2;        // jobs that run at once
@@ -91,9 +94,18 @@ class TaskRunner {
     McpTask task;
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
+  // A task queued or running here.
+  struct Active {
+    std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+    std::string workspace_id;
+    std::string progress;         // the job's latest note
+    bool progress_stored = true;  // whether the row's statusMessage says it already
+  };
   void Work();
   void Poll();
   void Run(Entry e);
+  // Writes the notes jobs made since the last poll to their rows.
+  void StoreProgress();
 
   Store& store_;
   const Clock& clock_;
@@ -104,7 +116,7 @@ class TaskRunner {
   std::condition_variable cv_;       // workers: a task is queued, or stopping
   std::condition_variable poll_cv_;  // the poll thread: stopping
   std::deque<Entry> queue_;
-  std::unordered_map<std::string, std::shared_ptr<std::atomic<bool>>> active_;  // by task id
+  std::unordered_map<std::string, Active> active_;  // by task id
   bool stopping_ = false;
   std::chrono::steady_clock::time_point last_heartbeat_{};  // guarded by mu_
   std::vector<std::thread> threads_;  // last: they start once everything above exists

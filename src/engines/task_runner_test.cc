@@ -53,10 +53,13 @@ class TaskRunnerTest : public ::testing::Test {
   }
 
   // A job: "echo" completes with its arguments and answers; "ask" asks for "a" and "b"
-  // until both are answered; "block" waits until cancelled; "boom" fails.
-  static TaskOutcome Job(const McpTask& t, const std::shared_ptr<std::atomic<bool>>& cancelled) {
+  // until both are answered; "block" notes "blocked" and waits until cancelled; "boom"
+  // fails.
+  static TaskOutcome Job(const McpTask& t, const std::shared_ptr<std::atomic<bool>>& cancelled,
+                         const std::function<void(std::string)>& progress) {
     TaskOutcome o;
     if (t.tool == "block") {
+      progress("blocked");
       while (!cancelled->load()) std::this_thread::sleep_for(2ms);
       o.result = {{"content", json::array({{{"type", "text"}, {"text", "finished"}}})}};
       return o;
@@ -165,6 +168,30 @@ TEST_F(TaskRunnerTest, ACancelTakenByAnotherInstanceIsSeenByThePoll) {
   for (int i = 0; i < 500 && runner.active() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(runner.active(), 0u);
   EXPECT_EQ(Row(started->id).status, "cancelled");
+}
+
+// A client polling tasks/get sees how far a long task has come: the job's latest note is
+// the row's statusMessage, written by the poll; once the task has moved on, a note no
+// longer lands.
+TEST_F(TaskRunnerTest, AWorkingTasksLatestProgressIsItsStatusMessage) {
+  TaskRunner runner(*store_, clock_, Job, TaskRunnerOptions{.poll = 1h});
+  auto started = runner.Start(NewTask("block"));
+  ASSERT_TRUE(started.ok());
+  EXPECT_EQ(Row(started->id).status_message, "");
+  McpTask t;
+  for (int i = 0; i < 1000 && t.status_message.empty(); ++i) {
+    std::this_thread::sleep_for(5ms);
+    runner.PollOnce();
+    t = Row(started->id);
+  }
+  EXPECT_EQ(t.status, "working");
+  EXPECT_EQ(t.status_message, "blocked");
+  ASSERT_TRUE(CancelTask(*store_, clock_, ws_.id, started->id).ok());
+  runner.CancelLocal(started->id);
+  for (int i = 0; i < 500 && runner.active() > 0; ++i) std::this_thread::sleep_for(10ms);
+  t = Row(started->id);
+  EXPECT_EQ(t.status, "cancelled");
+  EXPECT_NE(t.status_message, "blocked");
 }
 
 TEST_F(TaskRunnerTest, TheInstanceRunsAtMostMaxTasks) {

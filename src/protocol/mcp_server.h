@@ -132,8 +132,10 @@ class McpServer {
   // Handle() (not synchronized).
   void SetTaskRunner(TaskRunner* runner) { runner_ = runner; }
   // Runs task `task`'s tool once, for the runner (its TaskJob): the call as its token made
-  // it, with its answers so far; stops once `*cancelled` is set.
-  TaskOutcome RunTask(const McpTask& task, const std::shared_ptr<std::atomic<bool>>& cancelled);
+  // it, with its answers so far; stops once `*cancelled` is set; its progress reports go to
+  // `progress`.
+  TaskOutcome RunTask(const McpTask& task, const std::shared_ptr<std::atomic<bool>>& cancelled,
+                      const std::function<void(std::string)>& progress);
   // Answers one message. Thread-safe.
   McpResponse Handle(const McpRequest& req);
 

@@ -65,8 +65,10 @@ class McpTaskRunnerTest : public ::testing::Test {
     beta_ = AuthContext{b->id, b->name, "tok_b", kScopeRead | kScopeAct};
     server_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
     runner_ = std::make_unique<TaskRunner>(
-        *store_, clock_, [this](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c) {
-          return server_->RunTask(t, c);
+        *store_, clock_,
+        [this](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c,
+               const std::function<void(std::string)>& progress) {
+          return server_->RunTask(t, c, progress);
         });
     server_->SetTaskRunner(runner_.get());
   }

@@ -126,7 +126,8 @@ std::optional<std::variant<json, RpcFailure>> McpServer::StartTask(const json& p
 }
 
 TaskOutcome McpServer::RunTask(const McpTask& task,
-                               const std::shared_ptr<std::atomic<bool>>& cancelled) {
+                               const std::shared_ptr<std::atomic<bool>>& cancelled,
+                               const std::function<void(std::string)>& progress) {
   AuthContext auth{task.workspace_id, "", task.token_id, static_cast<unsigned>(task.scopes)};
   std::string trace = NewId("trc_", clock_);
   ToolContext ctx{auth, store_, clock_, trace, nullptr, [](json) {}};
@@ -135,6 +136,7 @@ TaskOutcome McpServer::RunTask(const McpTask& task,
   ctx.input_responses = task.input_responses.empty() ? json(nullptr) : task.input_responses;
   ctx.request_state = task.request_state;
   ctx.cancelled = cancelled;
+  ctx.progress_note = progress;  // the task's statusMessage while it works
   ToolReply reply = tools_.Call(task.tool, task.arguments, ctx);
   TaskOutcome o;
   const json& body = reply.body();

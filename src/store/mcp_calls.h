@@ -79,6 +79,10 @@ class McpCallsWriter : public McpCallsReader {
   // t's status, message, result, error, input requests and answers, request state and
   // instance: false if it no longer is as `prev` (another instance moved it first).
   Result<bool> UpdateTask(const McpTask& t, const McpTask& prev);
+  // The statusMessage of task `id` of `ws` while `instance` runs it (working): `message`,
+  // moved at `now`. Nothing once it has moved on, or another instance has it.
+  Status NoteTaskProgress(const std::string& ws, const std::string& id, const std::string& instance,
+                          const std::string& message, TimePoint now);
   // Task `id` of `ws` is no longer run by an instance.
   Status ReleaseTask(const std::string& ws, const std::string& id);
   // Records that instance `instance` is alive at `now`.
@@ -86,8 +90,9 @@ class McpCallsWriter : public McpCallsReader {
   // Fails (status failed, `message`, `error` JSON) the working tasks of `instance`, or,
   // with `instance` empty, those not moved since `dead_before` of every instance whose last
   // heartbeat is before `dead_before` (or that has none: it stopped already, or was idle
-  // until the task started; it beats from then on), and forgets those instances (their rows keep instance_id: one that was alive after
-  // all sees its tasks failed and stops them). Returns how many tasks it failed.
+  // until the task started; it beats from then on), and forgets those instances (their
+  // rows keep instance_id: one that was alive after all sees its tasks failed and stops
+  // them). Returns how many tasks it failed.
   Result<int64_t> FailTasksOf(const std::string& instance, TimePoint dead_before, TimePoint now,
                               const std::string& message, const nlohmann::json& error);
   // Drops rounds and tasks that expired before `before`.

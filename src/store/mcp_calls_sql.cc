@@ -139,6 +139,16 @@ Result<bool> McpCallsReader::AnyDeadTasks(TimePoint dead_before) {
   return found;
 }
 
+Status McpCallsWriter::NoteTaskProgress(const std::string& ws, const std::string& id,
+                                        const std::string& instance, const std::string& message,
+                                        TimePoint now) {
+  // No Enter, as UpdateTask: a note must not wait for the batch its task is landing.
+  Stmt s = s_.conn.Prepare(
+      "UPDATE mcp_tasks SET status_message = ?, updated_at = ? WHERE id = ? AND workspace_id = ?"
+      " AND status = 'working' AND instance_id = ?");
+  return s.Bind(1, message).Bind(2, now).Bind(3, id).Bind(4, ws).Bind(5, instance).Run();
+}
+
 Status McpCallsWriter::ReleaseTask(const std::string& ws, const std::string& id) {
   Stmt s =
       s_.conn.Prepare("UPDATE mcp_tasks SET instance_id = '' WHERE id = ? AND workspace_id = ?");

@@ -82,6 +82,14 @@ void LogToClient(ToolContext& ctx, std::string_view level, json data) {
 
 void ReportProgress(ToolContext& ctx, double progress, std::optional<double> total,
                     std::string_view message) {
+  if (ctx.progress_note) {
+    auto number = [](double v) { return json(v).dump(); };  // "3.0" as JSON writes it
+    if (!message.empty()) {
+      ctx.progress_note(std::string(message));
+    } else {
+      ctx.progress_note(total ? number(progress) + " of " + number(*total) : number(progress));
+    }
+  }
   json token = ctx.meta.is_object() ? ctx.meta.value("progressToken", json()) : json();
   if (!(token.is_string() || token.is_number()) || !ctx.notify) return;
   json params = {{"progressToken", token}, {"progress", progress}};

@@ -45,6 +45,9 @@ struct ToolContext {
   // of its task): a long tool checks it (Cancelled) between steps and stops, leaving nothing
   // half-done. Null: this call cannot be cancelled.
   std::shared_ptr<std::atomic<bool>> cancelled = nullptr;
+  // Told each progress report's text where no client listens for them: a task's runner
+  // keeps the latest as the task's statusMessage. Null: reports go to `notify` only.
+  std::function<void(std::string)> progress_note = nullptr;
 };
 
 // Whether the client has given the call up (ToolContext::cancelled).
@@ -52,8 +55,9 @@ inline bool Cancelled(const ToolContext& ctx) {
   return ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed);
 }
 // Sends notifications/progress for the call if the client asked for progress (a
-// progressToken in the request's _meta); does nothing otherwise. `progress` must grow from
-// one report to the next; `total` and `message` may be left out.
+// progressToken in the request's _meta), and tells ctx.progress_note (a task's) the report
+// as text: `message`, or "progress of total". `progress` must grow from one report to the
+// next; `total` and `message` may be left out.
 void ReportProgress(ToolContext& ctx, double progress, std::optional<double> total = std::nullopt,
                     std::string_view message = {});
 

@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import queue
+import re
 import socket
 import subprocess
 import tempfile
@@ -348,6 +349,36 @@ class TestAsTasks(unittest.TestCase):
         other = rpc_tasks(SRV["other"], "tasks/get", {"taskId": created["taskId"]},
                           created["taskId"])
         self.assertEqual(other["error"]["code"], -32602, other)
+
+    def test_a_working_ingest_task_says_how_far_it_has_come(self):
+        """tasks/get of a long ingest shows its progress as the statusMessage (the runner
+        writes the latest every half second), growing, until the task completes."""
+        total = 20000
+        created = rpc_tasks(SRV["rw"], "tools/call",
+                            {"name": "episode.ingest",
+                             "arguments": {"lines": episodes(total, "taskfar")}},
+                            "episode.ingest")["result"]
+        seen = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            task = rpc_tasks(SRV["rw"], "tasks/get", {"taskId": created["taskId"]},
+                             created["taskId"])["result"]
+            if task["status"] != "working":
+                break
+            message = task.get("statusMessage", "")
+            if message and (not seen or seen[-1] != message):
+                seen.append(message)
+            time.sleep(0.05)
+        self.assertEqual(task["status"], "completed", task)
+        self.assertTrue(seen, "no progress seen while the task worked")
+        done = []
+        for message in seen:
+            m = re.fullmatch(r"(\d+) of (\d+) lines", message)
+            self.assertIsNotNone(m, seen)
+            self.assertEqual(int(m.group(2)), total)
+            done.append(int(m.group(1)))
+        self.assertEqual(done, sorted(done), seen)
+        self.assertLessEqual(done[-1], total)
 
     def test_a_cancelled_ingest_task_leaves_nothing(self):
         before = count(SRV["rw"])
