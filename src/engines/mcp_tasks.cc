@@ -19,11 +19,11 @@ bool Terminal(const std::string& status) {
   return status == kCompleted || status == kCancelled || status == "failed";
 }
 
-Result<McpTask> Find(Store& store, const Clock& clock, const std::string& ws,
-                     const std::string& id) {
+Result<McpTask> Find(Store& store, const Clock& clock, const std::string& ws, const std::string& id,
+                     bool with_arguments = false) {
   McpTask t;
   CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
-    auto found = tx.calls().GetTask(ws, id);
+    auto found = tx.calls().GetTask(ws, id, with_arguments);
     if (!found.ok()) return found.status();
     t = std::move(*found);
     return Status::Ok();
@@ -146,7 +146,7 @@ Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, cons
                                           const std::string& id, const json& input_responses,
                                           const std::string& instance_id) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    auto t = Find(store, clock, ws, id);
+    auto t = Find(store, clock, ws, id, /*with_arguments=*/true);  // to run it again
     if (!t.ok()) return t.status();
     if (t->status != kInputRequired || !t->decision_id.empty() || !input_responses.is_object()) {
       return std::optional<McpTask>();  // nothing it asks for: ignored

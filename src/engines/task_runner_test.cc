@@ -11,6 +11,7 @@
 #include "core/time.h"
 #include "engines/mcp_tasks.h"
 #include "engines/tokens.h"
+#include "store/mcp_calls.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -114,7 +115,7 @@ TEST_F(TaskRunnerTest, AProtocolErrorFailsTheTaskWithTheError) {
 
 TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
   TaskRunner runner(*store_, clock_, Job);
-  auto started = runner.Start(NewTask("ask"));
+  auto started = runner.Start(NewTask("ask", {{"n", 7}}));
   ASSERT_TRUE(started.ok());
   ASSERT_TRUE(WaitFor(started->id, "input_required"));
   EXPECT_EQ(Row(started->id).input_requests.size(), 2u);
@@ -141,8 +142,16 @@ TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
   EXPECT_EQ((*last)->status, "working");
   runner.Enqueue(**last);
   ASSERT_TRUE(WaitFor(started->id, "completed"));
+  // Run again with its arguments, read back from the row; once ended, the row lets them go.
   EXPECT_EQ(Row(started->id).result["content"][0]["text"],
-            R"({}{"a":{"action":"accept"},"b":{"action":"decline"}}round-1)");
+            R"({"n":7}{"a":{"action":"accept"},"b":{"action":"decline"}}round-1)");
+  auto ended = store_->Read([&](ReadTx& tx) -> Status {
+    auto t = tx.calls().GetTask(ws_.id, started->id, /*with_arguments=*/true);
+    EXPECT_TRUE(t.ok());
+    if (t.ok()) EXPECT_EQ(t->arguments, json::object());
+    return Status::Ok();
+  });
+  EXPECT_TRUE(ended.ok());
 }
 
 TEST_F(TaskRunnerTest, ACancelTakenHereStopsTheJobAndStaysCancelled) {

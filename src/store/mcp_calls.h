@@ -40,7 +40,8 @@ struct McpTask {
   TimePoint updated_at;
   TimePoint expires_at;
   // A task a TaskRunner runs (engines/task_runner.h); defaults for a draft's task.
-  nlohmann::json arguments = nlohmann::json::object();        // the call's arguments
+  // The call's arguments (GetTask: only if asked for; {} once the task has ended).
+  nlohmann::json arguments = nlohmann::json::object();
   int64_t scopes = 0;                                         // the creating token's scopes
   nlohmann::json input_requests = nlohmann::json::object();   // input_required: unanswered
   nlohmann::json input_responses = nlohmann::json::object();  // the answers so far
@@ -53,10 +54,12 @@ class McpCallsReader {
   explicit McpCallsReader(TxState& s) : s_(s) {}
   // Round `id` of `ws`. NotFound if none.
   Result<ClientRequestRound> GetRound(const std::string& ws, const std::string& id);
-  // Task `id` of `ws`. NotFound if none.
-  Result<McpTask> GetTask(const std::string& ws, const std::string& id);
+  // Task `id` of `ws`. NotFound if none. Its `arguments` are read only when asked for:
+  // they may be megabytes (an episode.ingest's batch), and a tasks/get needs none of them.
+  Result<McpTask> GetTask(const std::string& ws, const std::string& id,
+                          bool with_arguments = false);
   // The tasks instance `instance` runs (TaskRunner: those no longer working were cancelled
-  // or failed elsewhere).
+  // or failed elsewhere), without their arguments.
   Result<std::vector<McpTask>> TasksOfInstance(const std::string& instance);
   // Whether FailTasksOf("", dead_before, ...) would fail any task (an idle runner looks
   // before it writes).
@@ -77,7 +80,8 @@ class McpCallsWriter : public McpCallsReader {
   Status InsertTask(const McpTask& t);
   // Moves task `t.id` (of t.workspace_id) from `prev` (as read: its status and answers) to
   // t's status, message, result, error, input requests and answers, request state and
-  // instance: false if it no longer is as `prev` (another instance moved it first).
+  // instance: false if it no longer is as `prev` (another instance moved it first). A task
+  // that ends (completed, failed, cancelled) forgets its arguments.
   Result<bool> UpdateTask(const McpTask& t, const McpTask& prev);
   // The statusMessage of task `id` of `ws` while `instance` runs it (working): `message`,
   // moved at `now`. Nothing once it has moved on, or another instance has it.

@@ -84,11 +84,13 @@ std::optional<std::string> NullableJson(const json& v) {
   return DumpJson(v);
 }
 
-// The columns TaskRow reads, in its order (a literal, joined to each statement's text).
-#define CORTEX_TASK_COLUMNS                                                                  \
-  "id, workspace_id, token_id, tool, decision_id, status, status_message, result, error,"    \
-  " created_at, updated_at, expires_at, arguments, scopes, input_requests, input_responses," \
+// The columns TaskRow reads, in its order (a literal, joined to each statement's text),
+// and after them, where asked for, `arguments`.
+#define CORTEX_TASK_COLUMNS                                                               \
+  "id, workspace_id, token_id, tool, decision_id, status, status_message, result, error," \
+  " created_at, updated_at, expires_at, scopes, input_requests, input_responses,"         \
   " request_state, instance_id"
+constexpr int kTaskArgumentsColumn = 17;
 
 McpTask TaskRow(const Stmt& r) {
   McpTask t;
@@ -104,22 +106,31 @@ McpTask TaskRow(const Stmt& r) {
   t.created_at = r.Time(9);
   t.updated_at = r.Time(10);
   t.expires_at = r.Time(11);
-  t.arguments = ParseStoredJson(r.Text(12));
-  t.scopes = r.Int(13);
-  t.input_requests = ParseStoredJson(r.Text(14));
-  t.input_responses = ParseStoredJson(r.Text(15));
-  t.request_state = r.Text(16);
-  t.instance_id = r.Text(17);
+  t.scopes = r.Int(12);
+  t.input_requests = ParseStoredJson(r.Text(13));
+  t.input_responses = ParseStoredJson(r.Text(14));
+  t.request_state = r.Text(15);
+  t.instance_id = r.Text(16);
+  return t;
+}
+
+McpTask TaskRowWithArguments(const Stmt& r) {
+  McpTask t = TaskRow(r);
+  t.arguments = ParseStoredJson(r.Text(kTaskArgumentsColumn));
   return t;
 }
 }  // namespace
 
-Result<McpTask> McpCallsReader::GetTask(const std::string& ws, const std::string& id) {
+Result<McpTask> McpCallsReader::GetTask(const std::string& ws, const std::string& id,
+                                        bool with_arguments) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
-  Stmt s = s_.conn.Prepare("SELECT " CORTEX_TASK_COLUMNS
-                           " FROM mcp_tasks WHERE id = ? AND workspace_id = ?");
+  Stmt s = s_.conn.Prepare(with_arguments ? "SELECT " CORTEX_TASK_COLUMNS
+                                            ", arguments FROM mcp_tasks WHERE id = ? AND"
+                                            " workspace_id = ?"
+                                          : "SELECT " CORTEX_TASK_COLUMNS
+                                            " FROM mcp_tasks WHERE id = ? AND workspace_id = ?");
   s.Bind(1, id).Bind(2, ws);
-  return OneRow(s, "no task " + id, TaskRow);
+  return OneRow(s, "no task " + id, with_arguments ? TaskRowWithArguments : TaskRow);
 }
 
 Result<std::vector<McpTask>> McpCallsReader::TasksOfInstance(const std::string& instance) {
@@ -170,7 +181,7 @@ Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoi
   if (!instance.empty()) {
     Stmt s = s_.conn.Prepare(
         "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?,"
-        " instance_id = '' WHERE instance_id = ? AND status = 'working'");
+        " instance_id = '', arguments = '{}' WHERE instance_id = ? AND status = 'working'");
     CORTEX_RETURN_IF_ERROR(
         s.Bind(1, message).Bind(2, error_text).Bind(3, now).Bind(4, instance).Run());
     failed = s_.conn.Changes();
@@ -179,9 +190,9 @@ Result<int64_t> McpCallsWriter::FailTasksOf(const std::string& instance, TimePoi
     return failed;
   }
   Stmt s = s_.conn.Prepare(
-      "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?"
-      " WHERE status = 'working' AND updated_at < ? AND instance_id NOT IN (SELECT id FROM"
-      " mcp_task_instances WHERE heartbeat_at >= ?)");
+      "UPDATE mcp_tasks SET status = 'failed', status_message = ?, error = ?, updated_at = ?,"
+      " arguments = '{}' WHERE status = 'working' AND updated_at < ? AND instance_id NOT IN"
+      " (SELECT id FROM mcp_task_instances WHERE heartbeat_at >= ?)");
   CORTEX_RETURN_IF_ERROR(s.Bind(1, message)
                              .Bind(2, error_text)
                              .Bind(3, now)
@@ -201,7 +212,8 @@ Status McpCallsWriter::InsertTask(const McpTask& t) {
   const std::string args = DumpJson(t.arguments), requests = DumpJson(t.input_requests),
                     responses = DumpJson(t.input_responses);
   Stmt s = s_.conn.Prepare("INSERT INTO mcp_tasks (" CORTEX_TASK_COLUMNS
-                           ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                           ", arguments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                           " ?, ?)");
   return s.Bind(1, t.id)
       .Bind(2, t.workspace_id)
       .Bind(3, t.token_id)
@@ -214,12 +226,12 @@ Status McpCallsWriter::InsertTask(const McpTask& t) {
       .Bind(10, t.created_at)
       .Bind(11, t.updated_at)
       .Bind(12, t.expires_at)
-      .Bind(13, args)
-      .Bind(14, t.scopes)
-      .Bind(15, requests)
-      .Bind(16, responses)
-      .Bind(17, t.request_state)
-      .Bind(18, t.instance_id)
+      .Bind(13, t.scopes)
+      .Bind(14, requests)
+      .Bind(15, responses)
+      .Bind(16, t.request_state)
+      .Bind(17, t.instance_id)
+      .Bind(18, args)
       .Run();
 }
 
@@ -231,11 +243,18 @@ Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
                                    error_col = NullableJson(t.error);
   const std::string requests = DumpJson(t.input_requests), responses = DumpJson(t.input_responses),
                     was = DumpJson(prev.input_responses);
+  // An ended task's arguments are let go: nothing runs it again, and an episode.ingest's
+  // are its whole batch, kept for the task's week otherwise.
+  const bool ended = t.status == "completed" || t.status == "failed" || t.status == "cancelled";
   Stmt s = s_.conn.Prepare(
-      "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
-      " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
-      " instance_id = ? WHERE id = ? AND workspace_id = ? AND status = ? AND"
-      " input_responses = ?");
+      ended ? "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
+              " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
+              " instance_id = ?, arguments = '{}' WHERE id = ? AND workspace_id = ? AND"
+              " status = ? AND input_responses = ?"
+            : "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
+              " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
+              " instance_id = ? WHERE id = ? AND workspace_id = ? AND status = ? AND"
+              " input_responses = ?");
   CORTEX_RETURN_IF_ERROR(s.Bind(1, t.status)
                              .Bind(2, t.status_message)
                              .Bind(3, result_col)
