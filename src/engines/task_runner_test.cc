@@ -147,8 +147,8 @@ TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
             R"({"n":7}{"a":{"action":"accept"},"b":{"action":"decline"}}round-1)");
   auto ended = store_->Read([&](ReadTx& tx) -> Status {
     auto t = tx.calls().GetTask(ws_.id, started->id, /*with_arguments=*/true);
-    EXPECT_TRUE(t.ok());
-    if (t.ok()) EXPECT_EQ(t->arguments, json::object());
+    if (!t.ok()) return t.status();
+    EXPECT_EQ(t->arguments, json::object());
     return Status::Ok();
   });
   EXPECT_TRUE(ended.ok());
