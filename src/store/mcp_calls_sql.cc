@@ -246,15 +246,14 @@ Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
   // An ended task's arguments are let go: nothing runs it again, and an episode.ingest's
   // are its whole batch, kept for the task's week otherwise.
   const bool ended = t.status == "completed" || t.status == "failed" || t.status == "cancelled";
-  Stmt s = s_.conn.Prepare(
-      ended ? "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
-              " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
-              " instance_id = ?, arguments = '{}' WHERE id = ? AND workspace_id = ? AND"
-              " status = ? AND input_responses = ?"
-            : "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
-              " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
-              " instance_id = ? WHERE id = ? AND workspace_id = ? AND status = ? AND"
-              " input_responses = ?");
+  static const std::string kSet =
+      "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
+      " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"
+      " instance_id = ?";
+  static const std::string kWhere =
+      " WHERE id = ? AND workspace_id = ? AND status = ? AND input_responses = ?";
+  static const std::string kMove = kSet + kWhere, kEnd = kSet + ", arguments = '{}'" + kWhere;
+  Stmt s = s_.conn.Prepare(ended ? kEnd : kMove);
   CORTEX_RETURN_IF_ERROR(s.Bind(1, t.status)
                              .Bind(2, t.status_message)
                              .Bind(3, result_col)
