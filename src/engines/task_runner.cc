@@ -108,11 +108,16 @@ void TaskRunner::Run(Entry e) {
   const McpTask& started = e.task;
   TaskOutcome outcome;
   auto progress = [this, id = started.id](std::string note) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = active_.find(id); it != active_.end() && it->second.progress != note) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = active_.find(id);
+      if (it == active_.end() || it->second.progress == note) return;
+      first = it->second.progress.empty();
       it->second.progress = std::move(note);
       it->second.progress_stored = false;
     }
+    if (first) poll_cv_.notify_one();  // the first sign of life is stored at once
   };
   if (!e.cancelled->load()) outcome = job_(started, e.cancelled, progress);
   bool stopping;

@@ -9,10 +9,10 @@
 // Several instances share the store (PostgreSQL): each runner names itself (instance_id,
 // on the rows it runs), looks at its rows every `poll` to stop a task cancelled elsewhere
 // (the job's cancelled flag) and to write the progress its jobs noted since (their rows'
-// statusMessage), writes a heartbeat every `heartbeat` while it has tasks, and
-// fails the working tasks of an instance whose heartbeat is older than `dead_after` (it
-// died mid-task; an idle runner only reads until it finds some). A
-// stopping runner stops its jobs and fails what it ran or had queued. docs/mcp.md, "Tasks".
+// statusMessage; a job's first note is written at once), writes a heartbeat every `heartbeat` while
+// it has tasks, and fails the working tasks of an instance whose heartbeat is older than
+// `dead_after` (it died mid-task; an idle runner only reads until it finds some). A stopping runner
+// stops its jobs and fails what it ran or had queued. docs/mcp.md, "Tasks".
 #pragma once
 
 #include <atomic>
@@ -48,7 +48,8 @@ struct TaskOutcome {
 
 // Runs task `task`'s tool once (its arguments, scopes, answers so far); stops early once
 // `*cancelled` is set. It may tell `progress` how far it has come ("4000 of 10000 lines"):
-// the latest note is the task's statusMessage while it works.
+// the latest note is the task's statusMessage while it works (the first at once, then the
+// latest at each `poll`).
 using TaskJob = std::function<TaskOutcome(const McpTask& task,
                                           const std::shared_ptr<std::atomic<bool>>& cancelled,
                                           const std::function<void(std::string)>& progress)>;
@@ -114,7 +115,7 @@ class TaskRunner {
   std::string instance_id_;
   mutable std::mutex mu_;
   std::condition_variable cv_;       // workers: a task is queued, or stopping
-  std::condition_variable poll_cv_;  // the poll thread: stopping
+  std::condition_variable poll_cv_;  // the poll thread: stopping, or a job's first note
   std::deque<Entry> queue_;
   std::unordered_map<std::string, Active> active_;  // by task id
   bool stopping_ = false;
