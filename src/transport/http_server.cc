@@ -831,6 +831,10 @@ void HttpServer::Impl::Accept() {
     if (stopping) return;
     beast::error_code pec;
     std::string peer = socket.remote_endpoint(pec).address().to_string();
+    // An event stream's events (a long call's progress, a subscription's updates) are small
+    // writes that must leave at once: with Nagle's algorithm on, each waited for the client
+    // to acknowledge the one before (up to its 40 ms delayed ACK).
+    socket.set_option(tcp::no_delay(true), pec);
     if (auto conn = Admit(socket, peer, worker)) conn->Start();
     Accept();
   });
