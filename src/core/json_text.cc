@@ -376,17 +376,23 @@ class KeyTracker {
 };
 
 // ParseJson and ParseJsonUniqueKeys: `duplicate` null keeps the last of repeated keys.
+// This thread's simdjson parser, for documents up to kSimdjsonMaxBytes.
+simdjson::dom::parser& ThreadParser() {
+  thread_local simdjson::dom::parser parser = [] {
+    simdjson::dom::parser p(kSimdjsonMaxBytes);
+    // simdjson's depth does not count an empty innermost array or object: a document it
+    // finds too deep goes to nlohmann below, which counts exactly.
+    if (p.allocate(kSimdjsonMaxBytes, limits::kMaxJsonDepth) != simdjson::SUCCESS) {
+      throw std::bad_alloc();
+    }
+    return p;
+  }();
+  return parser;
+}
+
 json Parse(std::string_view text, std::string* duplicate) {
   if (text.size() <= kSimdjsonMaxBytes) {
-    thread_local simdjson::dom::parser parser = [] {
-      simdjson::dom::parser p(kSimdjsonMaxBytes);
-      // simdjson's depth does not count an empty innermost array or object: a document it
-      // finds too deep goes to nlohmann below, which counts exactly.
-      if (p.allocate(kSimdjsonMaxBytes, limits::kMaxJsonDepth) != simdjson::SUCCESS) {
-        throw std::bad_alloc();
-      }
-      return p;
-    }();
+    simdjson::dom::parser& parser = ThreadParser();
     simdjson::dom::element doc;
     json out;
     if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
@@ -447,6 +453,22 @@ nlohmann::json ParseStoredJson(std::string_view text) {
   if (v.is_discarded()) v = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (v.is_discarded()) throw std::runtime_error("stored JSON is not JSON");
   return v;
+}
+
+std::optional<std::string> StoredStringMember(std::string_view text, std::string_view key) {
+  if (text.size() <= kSimdjsonMaxBytes) {
+    simdjson::dom::element doc;
+    std::string_view value;
+    if (ThreadParser().parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(doc) ==
+        simdjson::SUCCESS) {
+      if (doc[key].get_string().get(value) == simdjson::SUCCESS) return std::string(value);
+      return std::nullopt;
+    }
+  }
+  json v = ParseStoredJson(text);
+  auto it = v.is_object() ? v.find(key) : v.end();
+  if (it == v.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
 }
 
 // The same bytes as nlohmann's serializer (core_test.cc compares them), which escapes

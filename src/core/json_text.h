@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,10 @@ nlohmann::json ParseJsonUniqueKeys(std::string_view text, std::string* duplicate
 // depth: anything else is corruption and throws std::runtime_error, as nlohmann's throwing
 // parse did.
 nlohmann::json ParseStoredJson(std::string_view text);
+
+// The string value of the top-level member `key` of the stored JSON object `text`, if it
+// has one, without building a tree of the rest. Throws as ParseStoredJson does.
+std::optional<std::string> StoredStringMember(std::string_view text, std::string_view key);
 
 // True iff `s` is well-formed UTF-8.
 bool IsValidUtf8(std::string_view s);

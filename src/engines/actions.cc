@@ -506,6 +506,8 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   details["rules_fired"] = std::move(fired_ids);
   details["first_contact"] = p.first_contact;
   details["drafting"] = drafter_note;
+  const std::string level_reason = LevelReason(p);
+  details["level_reason"] = level_reason;  // decision.inspect shows it from here
   proposal.details_json = DumpJson(details);
   if (p.triage) proposal.triage_decision_id = p.triage->decision_id;
   std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
@@ -516,7 +518,7 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
 
   json provenance = json::object();
   provenance["rule_summary"] = p.rule_summary;
-  provenance["level_reason"] = LevelReason(p);
+  provenance["level_reason"] = level_reason;
   provenance["confidence"] = p.confidence;
   provenance["contributing_episodes"] = p.contributing;
   provenance["agent_version"] = p.agent_version;

@@ -23,6 +23,21 @@ class LedgerReader {
   // The entries of one action, in seq order.
   Result<std::vector<LedgerEntry>> ListForAction(const std::string& ws,
                                                  const std::string& action_id);
+  // The life of the action that `decision_id` proposed, in seq order, as decision.inspect
+  // shows it: each entry's id, event, time and detail (JSON text; empty for the proposal,
+  // whose detail names no actor). No hashes, nothing parsed. Empty if the decision
+  // proposed no action.
+  struct HistoryEntry {
+    std::string id;
+    LedgerEvent event;
+    TimePoint occurred_at;
+    std::string detail;
+  };
+  Result<std::vector<HistoryEntry>> HistoryOfDecision(const std::string& ws,
+                                                      const std::string& decision_id);
+  // The provenance (JSON text) of the entry that proposed (or refused) `decision_id`'s
+  // action. NotFound if it proposed none.
+  Result<std::string> ProposalProvenance(const std::string& ws, const std::string& decision_id);
 
  protected:
   TxState& s_;

@@ -55,6 +55,33 @@ Result<std::vector<LedgerEntry>> LedgerReader::ListForAction(const std::string& 
   return AllRows(s, LedgerRow);
 }
 
+Result<std::vector<LedgerReader::HistoryEntry>> LedgerReader::HistoryOfDecision(
+    const std::string& ws, const std::string& decision_id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  // From ledger_by_decision alone: a row is read only for its detail, and a proposal's
+  // detail (the draft, the level) names no actor, so a proposal's row is not read.
+  static const std::string sql =
+      "SELECT id, event, occurred_at,"
+      " CASE WHEN event IN ('proposed', 'refused') THEN '' ELSE detail END FROM ledger"
+      " WHERE workspace_id = ? AND decision_id = ? ORDER BY seq";
+  Stmt s = s_.conn.Prepare(sql);
+  s.Bind(1, ws).Bind(2, decision_id);
+  return AllRows(s, [](const Stmt& r) {
+    return HistoryEntry{r.Text(0), r.As<LedgerEvent>(1), r.Time(2), r.Text(3)};
+  });
+}
+
+Result<std::string> LedgerReader::ProposalProvenance(const std::string& ws,
+                                                     const std::string& decision_id) {
+  CORTEX_RETURN_IF_ERROR(s_.conn.Enter(ws));
+  Stmt s = s_.conn.Prepare(
+      "SELECT provenance FROM ledger WHERE workspace_id = ? AND decision_id = ?"
+      " AND event IN ('proposed', 'refused')");
+  s.Bind(1, ws).Bind(2, decision_id);
+  return OneRow(s, "no proposal for decision " + decision_id,
+                [](const Stmt& r) { return r.Text(0); });
+}
+
 Status LedgerWriter::Append(const LedgerEntry& e, const std::string& provenance_json,
                             const std::string& detail_json) {
   CORTEX_RETURN_IF_ERROR(s_.conn.Enter(e.workspace_id));

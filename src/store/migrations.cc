@@ -630,6 +630,13 @@ CREATE TABLE mcp_task_instances (
 );
 CREATE INDEX mcp_task_instances_by_heartbeat ON mcp_task_instances(heartbeat_at);
 )sql"},
+      {31, "a proposed action's history from one index", R"sql(
+-- decision.inspect of a proposed action lists its ledger entries (LedgerReader::
+-- HistoryOfDecision): every entry carries the proposing decision's id, and this index holds
+-- what the list shows, so the list reads no ledger row but those whose detail it shows
+-- (docs/performance.md, "A proposed action's history").
+CREATE INDEX ledger_by_decision ON ledger(workspace_id, decision_id, seq, event, occurred_at, id);
+)sql"},
   };
   return kMigrations;
 }

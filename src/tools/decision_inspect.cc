@@ -1,6 +1,6 @@
 // decision.inspect: any decision, its reasoning and ledger linkage (seed 003).
+#include "core/json_text.h"
 #include "core/time.h"
-#include "store/actions.h"
 #include "store/decisions.h"
 #include "store/ledger.h"
 #include "tools/cortex_tools.h"
@@ -121,24 +121,36 @@ ToolDef DecisionInspectTool() {
           }
           if (d->decision_class != DecisionClass::kActionProposed) return Status::Ok();
           body["status"] = Name(d->status);
-          auto action = tx.actions().FindByDecision(ctx.auth.workspace_id, d->id);
-          if (!action.ok()) return action.status();
-          auto entries = tx.ledger().ListForAction(ctx.auth.workspace_id, action->id);
+          auto entries = tx.ledger().HistoryOfDecision(ctx.auth.workspace_id, d->id);
           if (!entries.ok()) return entries.status();
-          if (!entries->empty() && entries->front().provenance.is_object()) {
-            const json& p = entries->front().provenance;
-            if (p.contains("level_reason")) body["level_reason"] = p["level_reason"];
+          if (entries->empty()) return Status::NotFound("no action for decision " + d->id);
+          // Why this level: on the decision since issue #41, on its ledger entry before.
+          if (auto reason = StoredStringMember(d->details_json, "level_reason")) {
+            body["level_reason"] = std::move(*reason);
+          } else {
+            auto text = tx.ledger().ProposalProvenance(ctx.auth.workspace_id, d->id);
+            if (!text.ok()) return text.status();
+            json provenance = ParseJson(*text);
+            if (provenance.is_object() && provenance.contains("level_reason")) {
+              body["level_reason"] = std::move(provenance["level_reason"]);
+            }
           }
           json history = json::array();
-          for (const LedgerEntry& e : *entries) {
+          for (const LedgerReader::HistoryEntry& e : *entries) {
             json& h = history.emplace_back(json::object());
             h["event"] = Name(e.event);
             h["occurred_at"] = FormatTime(e.occurred_at);
             h["ledger_entry_id"] = e.id;
-            if (e.detail.is_object() && e.detail.contains("by")) h["by"] = e.detail["by"];
-            if (e.event == LedgerEvent::kFailed && e.detail.is_object()) {
-              if (e.detail.contains("error")) h["error"] = e.detail["error"];
-              if (e.detail.contains("attempts")) h["attempts"] = e.detail["attempts"];
+            // Most entries' detail names no actor: parse only those that may.
+            if (e.detail.find("\"by\"") == std::string::npos && e.event != LedgerEvent::kFailed) {
+              continue;
+            }
+            json detail = ParseJson(e.detail);
+            if (!detail.is_object()) continue;
+            if (detail.contains("by")) h["by"] = std::move(detail["by"]);
+            if (e.event == LedgerEvent::kFailed) {
+              if (detail.contains("error")) h["error"] = std::move(detail["error"]);
+              if (detail.contains("attempts")) h["attempts"] = std::move(detail["attempts"]);
             }
           }
           body["history"] = std::move(history);

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "core/ids.h"
 #include "core/time.h"
+#include "engines/actions.h"
 #include "engines/demo_world.h"
 #include "engines/identifiers.h"
 #include "engines/ingest.h"
@@ -98,6 +99,46 @@ TEST_F(ReadToolsTest, MarcusOnTuesdayIsAStrongPattern) {
   EXPECT_EQ(why["confidence"], "strong_pattern");
   EXPECT_EQ(why["rule_summary"],
             "Reply to Marcus quickly on Tuesdays — he expects same-day for project updates.");
+}
+
+// A proposed action's inspection says why it went out at its level and what happened to it
+// since, from the decision and its ledger; a proposal recorded before the decision kept its
+// level's reason (before issue #41) still shows it, from its ledger entry.
+TEST_F(ReadToolsTest, DecisionInspectOfAProposalShowsItsLevelReasonAndHistory) {
+  ASSERT_TRUE(
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Ray Reason","identifiers":["ray@r.example"]})")
+          .ok());
+  CommunicateRequest req;
+  req.to = "ray@r.example";
+  req.message = "Does Thursday still work?";
+  req.token_id = "tok";
+  auto sent = ActionEngine(*store_, clock_, config_.actions).Communicate(ws_.id, req);
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  const std::string id = sent->decision_id;
+  json d = Call("decision.inspect", {{"decision_id", id}});
+  EXPECT_EQ(d["decision_class"], "action_proposed");
+  EXPECT_EQ(d["status"], "pending");
+  const std::string reason = d.value("level_reason", "");
+  EXPECT_EQ(
+      reason.rfind("Held for your approval: trust for communicate with Ray Reason is level 1", 0),
+      0u)
+      << d;
+  ASSERT_EQ(d["history"].size(), 1u) << d;
+  EXPECT_EQ(d["history"][0]["event"], "proposed");
+  EXPECT_EQ(d["history"][0]["ledger_entry_id"], d["ledger_entry_id"]);
+  EXPECT_FALSE(d["history"][0].contains("by")) << d;
+
+  store_.ExecRaw(store_.is_postgres()
+                     ? "UPDATE decisions SET details = (details::jsonb - 'level_reason')::text"
+                       " WHERE id = '" +
+                           id + "'"
+                     : "UPDATE decisions SET details = json_remove(details, '$.level_reason')"
+                       " WHERE id = '" +
+                           id + "'");
+  json before = Call("decision.inspect", {{"decision_id", id}});
+  EXPECT_EQ(before.value("level_reason", ""), reason) << before;
+  EXPECT_EQ(before["history"], d["history"]);
 }
 
 TEST_F(ReadToolsTest, DecisionInspectGivesTheSeedShape) {
