@@ -67,4 +67,54 @@ Result<Entity> ResolveEntity(ReadTx& tx, const std::string& ws, const std::strin
   return tx.entities().FindByIdentifier(ws, *ident);
 }
 
+bool IsIdentifierShaped(const std::string& ref) {
+  return ref.rfind("entity_", 0) == 0 || ref.front() == '@' || ref.front() == '+' ||
+         ref.find('@') != std::string::npos;
+}
+
+Result<NameMatch> MatchName(ReadTx& tx, const std::string& ws, const std::string& name,
+                            size_t max_candidates) {
+  auto found = tx.entities().FindByName(ws, name, static_cast<int>(max_candidates) + 1);
+  if (!found.ok()) return found.status();
+  NameMatch m;
+  std::vector<const Entity*> whole;
+  for (const Entity& e : *found) {
+    if (AsciiLower(e.name) == AsciiLower(name)) whole.push_back(&e);
+  }
+  if (found->size() == 1 || whole.size() == 1) {
+    m.one = found->size() == 1 ? found->front() : *whole.front();
+    return m;
+  }
+  m.more = found->size() > max_candidates;
+  for (Entity& e : *found) {
+    if (m.candidates.size() == max_candidates) break;
+    m.candidates.push_back(std::move(e));
+  }
+  return m;
+}
+
+Result<Entity> ResolveCounterparty(ReadTx& tx, const std::string& ws, const std::string& ref) {
+  if (ref.empty() || IsIdentifierShaped(ref)) return ResolveEntity(tx, ws, ref);
+  constexpr size_t kListed = 5;
+  auto m = MatchName(tx, ws, ref, kListed);
+  if (!m.ok()) return m.status();
+  if (m->one) return std::move(*m->one);
+  const std::string quoted = "'" + Utf8Prefix(ref, limits::kMaxNameChars) + "'";
+  if (m->candidates.empty()) return Status::NotFound("no one named " + quoted + " is known");
+  std::string msg = quoted + " matches " + (m->more ? "more than " : "") +
+                    std::to_string(m->candidates.size()) + " people: ";
+  for (size_t i = 0; i < m->candidates.size(); ++i) {
+    const Entity& e = m->candidates[i];
+    if (i > 0) msg += ", ";
+    msg += e.name;
+    // An email address where there is one: what a person tells people apart by.
+    auto shown = std::find_if(e.identifiers.begin(), e.identifiers.end(), [](const auto& i) {
+      return i.find('@') != std::string::npos && i.front() != '@';
+    });
+    if (shown == e.identifiers.end()) shown = e.identifiers.begin();
+    if (shown != e.identifiers.end()) msg += " <" + *shown + ">";
+  }
+  return Status::InvalidArgument(msg + "; name one by address or entity id");
+}
+
 }  // namespace cortex

@@ -271,7 +271,7 @@ Result<std::string> ResolveTrustScope(ReadTx& tx, const std::string& ws, const s
     if (!ok) return Status::InvalidArgument("'" + raw + "' is not tag:<lowercase tag>");
     return raw;
   }
-  auto who = ResolveEntity(tx, ws, raw);
+  auto who = ResolveCounterparty(tx, ws, raw);
   if (!who.ok()) {
     return Status::InvalidArgument("'" + raw +
                                    "' is neither default, tag:<tag>, nor a known "

@@ -432,19 +432,22 @@ Status RegisterCortexResources(ToolRegistry& registry) {
       .title = "Review pending approvals",
       .description = "Walk through the drafts waiting for approval, one by one, optionally "
                      "only those to one counterparty.",
-      .arguments = {{"counterparty", "Only drafts to this person (entity id, email, @handle).",
-                     false}},
+      .arguments = {{"counterparty",
+                     "Only drafts to this person (a name, entity id, email or @handle).", false}},
       .get = [](ToolContext& ctx, const Arguments& args) -> Result<json> {
         std::optional<std::string> entity_id;
         std::string who;
         if (auto it = args.find("counterparty"); it != args.end() && !it->second.empty()) {
           Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
-            auto e = ResolveEntity(tx, ctx.auth.workspace_id, it->second);
+            auto e = ResolveCounterparty(tx, ctx.auth.workspace_id, it->second);
             if (!e.ok()) return e.status();
             entity_id = e->id;
             who = e->name;
             return Status::Ok();
           });
+          if (st.code() == Code::kInvalidArgument && !IsIdentifierShaped(it->second)) {
+            return Status::InvalidArgument("argument 'counterparty': " + st.message());
+          }
           if (st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument) {
             return Status::InvalidArgument("argument 'counterparty': no counterparty matches '" +
                                            it->second + "'");

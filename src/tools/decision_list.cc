@@ -50,7 +50,8 @@ ToolDef DecisionListTool() {
           "status (action_proposed + pending: the approval inbox; digest + delivered: the "
           "digests that went out), triage_class (triage decisions only: interrupt_now, "
           "surface_at_transition = held for the next focus-block break, daily_digest, "
-          "handle_silently), counterparty (entity id, email or @handle) and time "
+          "handle_silently), counterparty (entity id, email, @handle or a name Cortex knows) and "
+          "time "
           "(since/until, RFC 3339). Triage rows carry their triage_class. Pages with "
           "next_cursor.",
       .input_schema = {{"type", "object"},
@@ -67,7 +68,9 @@ ToolDef DecisionListTool() {
                           {{"type", "string"},
                            {"minLength", 1},
                            {"maxLength", 320},
-                           {"description", "Entity id, email, @handle or +phone."}}},
+                           {"description",
+                            "Entity id, email, @handle, +phone, or a name Cortex knows (a name of "
+                            "several people is an error listing them)."}}},
                          {"since", TimeSchema("Only decisions made at or after this time.")},
                          {"until", TimeSchema("Only decisions made before this time.")},
                          {"cursor",
@@ -129,7 +132,7 @@ ToolDef DecisionListTool() {
         json body;
         Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
           if (args.contains("counterparty")) {
-            auto who = ResolveEntity(tx, ctx.auth.workspace_id, args["counterparty"]);
+            auto who = ResolveCounterparty(tx, ctx.auth.workspace_id, args["counterparty"]);
             if (!who.ok()) return who.status();
             filter.entity_id = who->id;
           }

@@ -15,13 +15,6 @@ namespace {
 // People offered when a name matches several (the `ambiguous` error's candidates).
 constexpr size_t kMaxNameCandidates = 10;
 
-// An entity id, or something shaped like an email address, @handle or +phone number: looked
-// up as such. Anything else is a name.
-bool IsIdentifierShaped(const std::string& ref) {
-  return ref.rfind("entity_", 0) == 0 || ref.front() == '@' || ref.front() == '+' ||
-         ref.find('@') != std::string::npos;
-}
-
 json EntityBody(const Entity& e) {
   return {{"entity_id", e.id}, {"name", e.name},
           {"kind", e.kind},    {"identifiers", e.identifiers},
@@ -68,7 +61,7 @@ ToolDef EntityLookupTool() {
         const std::string ref = args.at("identifier");
         json body;
         json candidates = json::array();
-        size_t matched = 0;  // people the name matches (at most kMaxNameCandidates + 1 read)
+        bool more = false;  // the name matches more than kMaxNameCandidates people
         Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
           if (IsIdentifierShaped(ref)) {
             auto e = ResolveEntity(tx, ctx.auth.workspace_id, ref);
@@ -76,29 +69,21 @@ ToolDef EntityLookupTool() {
             body = EntityBody(*e);
             return Status::Ok();
           }
-          auto found = tx.entities().FindByName(ctx.auth.workspace_id, ref,
-                                                static_cast<int>(kMaxNameCandidates) + 1);
+          auto found = MatchName(tx, ctx.auth.workspace_id, ref, kMaxNameCandidates);
           if (!found.ok()) return found.status();
-          matched = found->size();
-          // The one person so named, or the one whose whole name it is.
-          std::vector<const Entity*> whole;
-          for (const Entity& e : *found) {
-            if (AsciiLower(e.name) == AsciiLower(ref)) whole.push_back(&e);
-          }
-          if (found->size() == 1 || whole.size() == 1) {
-            body = EntityBody(found->size() == 1 ? found->front() : *whole.front());
+          if (found->one) {
+            body = EntityBody(*found->one);
             return Status::Ok();
           }
-          if (found->empty()) return Status::NotFound("no entity matches");
-          for (const Entity& e : *found) {
-            if (candidates.size() == kMaxNameCandidates) break;
+          if (found->candidates.empty()) return Status::NotFound("no entity matches");
+          more = found->more;
+          for (const Entity& e : found->candidates) {
             candidates.push_back(
                 {{"entity_id", e.id}, {"name", e.name}, {"identifiers", e.identifiers}});
           }
           return Status::Ok();
         });
         if (st.ok() && !candidates.empty()) {
-          bool more = matched > kMaxNameCandidates;
           std::string message = "'" + Utf8Prefix(ref, limits::kMaxNameChars) + "' matches " +
                                 (more ? "more than " : "") + std::to_string(candidates.size()) +
                                 " people; look one up by entity id or identifier";

@@ -187,6 +187,40 @@ TEST_F(ReadToolsTest, DecisionListFiltersAndPages) {
   EXPECT_TRUE(past["decisions"].empty());
 }
 
+// People use names (issue #48): a name Cortex knows filters as the address does; a name
+// of several people is an error listing each with an address; a name of no one, not_found.
+TEST_F(ReadToolsTest, DecisionListTakesANameForTheCounterparty) {
+  json by_address = Call("decision.list", {{"counterparty", "marcus.webb@harborline.example"}});
+  ASSERT_FALSE(by_address["decisions"].empty());
+  EXPECT_EQ(Call("decision.list", {{"counterparty", "Marcus"}}), by_address);
+  EXPECT_EQ(Call("decision.list", {{"counterparty", "marcus webb"}}), by_address);
+
+  ASSERT_TRUE(
+      IngestJsonl(*store_, clock_, ws_.id,
+                  R"({"type":"entity","name":"Dana Reyes","identifiers":["dana@reyes.example"]})"
+                  "\n"
+                  R"({"type":"entity","name":"Dana Lee","identifiers":["dana@lee.example"]})")
+          .ok());
+  json two = Call("decision.list", {{"counterparty", "Dana"}}, /*expect_error=*/true);
+  EXPECT_EQ(two["error"], "invalid_arguments") << two.dump();
+  const std::string message = two["message"];
+  EXPECT_NE(message.find("field 'counterparty': 'Dana' matches 3 people: "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Dana Lee <dana@lee.example>"), std::string::npos) << message;
+  EXPECT_NE(message.find("Dana Okafor <dana.okafor@northwind.example>"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Dana Reyes <dana@reyes.example>"), std::string::npos) << message;
+  // The whole name of one of them is that one.
+  json reyes = Call("decision.list", {{"counterparty", "Dana Reyes"}});
+  EXPECT_TRUE(reyes["decisions"].empty());
+
+  json nobody = Call("decision.list", {{"counterparty", "Zebulon"}}, /*expect_error=*/true);
+  EXPECT_EQ(nobody["error"], "not_found") << nobody.dump();
+  EXPECT_NE(nobody["message"].get<std::string>().find("no one named 'Zebulon' is known"),
+            std::string::npos)
+      << nobody.dump();
+}
+
 TEST_F(ReadToolsTest, DecisionListByCounterpartyHasEveryClassNewestFirst) {
   // Marcus has triage decisions; give him one of each other class, made later.
   const std::string who = "marcus.webb@harborline.example";
