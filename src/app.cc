@@ -428,6 +428,11 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     spdlog::error("cannot open store: {}", store.status().message());
     return 1;
   }
+  auto serve_lock = ServeLock::Take(options.data_dir);  // held until serve returns
+  if (!serve_lock.ok()) {
+    spdlog::error("{}", serve_lock.status().message());
+    return 1;
+  }
   const Clock& clock = ProcessClock();
   auto connector = MakeConnector(**store, clock, config->delivery);
   if (!connector.ok()) {

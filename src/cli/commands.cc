@@ -44,7 +44,12 @@ int Fail(const Status& st) {
   return st.code() == Code::kInvalidArgument ? 2 : 1;
 }
 
+// Commands that add to the store (token create, ingest, sync, demo, ...) create a missing
+// data directory; the others refuse one (a typo in --data), creating nothing.
 Result<std::unique_ptr<Store>> Open(const std::string& data) { return OpenStore(data); }
+Result<std::unique_ptr<Store>> OpenExisting(const std::string& data) {
+  return OpenExistingStore(data);
+}
 
 Result<std::string> ReadInput(const std::string& file) {
   std::string body;
@@ -86,7 +91,7 @@ int CmdTokenCreate(const std::string& data, const std::string& workspace, const 
 }
 
 int CmdTokenList(const std::string& data, const std::string& workspace) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -110,7 +115,7 @@ int CmdTokenList(const std::string& data, const std::string& workspace) {
 
 int CmdTokenRevoke(const std::string& data, const std::string& workspace,
                    const std::string& token_id) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   Status st = RevokeToken(**store, ProcessClock(), workspace, token_id);
   if (!st.ok()) return Fail(st);
@@ -120,7 +125,7 @@ int CmdTokenRevoke(const std::string& data, const std::string& workspace,
 
 int CmdTokenCheck(const std::string& data, const std::string& workspace,
                   const std::string& secret) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto auth = Authenticate(**store, secret);
   if (!auth.ok() || auth->workspace_name != workspace) {
@@ -195,7 +200,7 @@ int CmdRulesImport(const std::string& data, const std::string& workspace, const 
 }
 
 int CmdRulesList(const std::string& data, const std::string& workspace, bool all) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -239,7 +244,7 @@ int CmdRulesList(const std::string& data, const std::string& workspace, bool all
 }
 
 int CmdLearn(const std::string& data, const std::string& workspace) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -252,7 +257,7 @@ int CmdLearn(const std::string& data, const std::string& workspace) {
 
 int CmdRulesDecide(const std::string& data, const std::string& workspace,
                    const std::string& rule_id, bool accept) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -292,7 +297,7 @@ int CmdTrustSet(const std::string& data, const std::string& workspace, const std
 }
 
 int CmdTrustList(const std::string& data, const std::string& workspace) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -347,7 +352,7 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
                                           std::to_string(kMaxQuotaValue) + ", or 'default'"));
     }
   }
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -362,7 +367,7 @@ int CmdQuotaSet(const std::string& data, const std::string& workspace, const std
 int CmdQuotaList(const std::string& data, const std::string& workspace, const std::string& config) {
   auto loaded = LoadConfig(config);
   if (!loaded.ok()) return Fail(loaded.status());
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto ws = FindWorkspace(**store, workspace);
   if (!ws.ok()) return Fail(ws.status());
@@ -393,7 +398,7 @@ int CmdQuotaList(const std::string& data, const std::string& workspace, const st
 }
 
 int CmdLedgerVerify(const std::string& data, const std::string& workspace) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   std::vector<Workspace> workspaces;
   if (!workspace.empty()) {
@@ -505,7 +510,7 @@ int CmdDemo(const std::string& data, const std::string& today) {
 
 int CmdInboxLink(const std::string& data, const std::string& workspace,
                  const std::string& base_url) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   auto link = CreateSignInLink(**store, ProcessClock(), workspace, base_url);
   if (!link.ok()) return Fail(link.status());
@@ -515,7 +520,7 @@ int CmdInboxLink(const std::string& data, const std::string& workspace,
 }
 
 int CmdInboxList(const std::string& data, const std::string& workspace) {
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   std::vector<std::pair<Decision, Action>> rows;
   Status st = (*store)->Read([&](ReadTx& tx) -> Status {
@@ -550,7 +555,7 @@ int CmdInboxDecide(const std::string& data, const std::string& workspace, const 
                    const std::optional<std::string>& text) {
   auto cfg = LoadConfig(config);
   if (!cfg.ok()) return Fail(cfg.status());
-  auto store = Open(data);
+  auto store = OpenExisting(data);
   if (!store.ok()) return Fail(store.status());
   std::string ws_id;
   Status st = (*store)->Read([&](ReadTx& tx) -> Status {

@@ -287,7 +287,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (!spdlog::get("cortex")) InitLogging(log_level);
-    return app.exit(e);
+    // CLI11's own codes (105 for a missing --config file, 106 for a missing option, ...)
+    // are all bad usage here: exit 2, as every subcommand does (cli/commands.h).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   return rc;
 }

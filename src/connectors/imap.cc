@@ -74,6 +74,8 @@ Status Failure(const ImapAccount& account, CURLcode rc, const char* error) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
       return Status::Unavailable(why + " (cannot reach " + Host(account.url) + ")");
+    case CURLE_QUOTE_ERROR:  // the server answered NO or BAD to a custom command
+      return Status::NotFound(why + " (the server refused the command)");
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_USE_SSL_FAILED:
@@ -154,8 +156,15 @@ Status ImapSession::Run(const std::string& folder, const std::string& command, s
 
 Result<FolderStatus> ImapSession::Stat(const std::string& folder) {
   std::string out;
-  CORTEX_RETURN_IF_ERROR(
-      Run("", "STATUS " + Quoted(ImapMailboxName(folder)) + " (UIDVALIDITY UIDNEXT)", &out));
+  Status st = Run("", "STATUS " + Quoted(ImapMailboxName(folder)) + " (UIDVALIDITY UIDNEXT)", &out);
+  // A folder the server does not have is refused as a command (libcurl's "Quote command
+  // returned error"): name the folder, and where it was configured.
+  if (st.code() == Code::kNotFound) {
+    return Status::NotFound("imap " + account_.Name() + ": no folder " + Quoted(folder) +
+                            " on the server (it refused STATUS for it): check the folder names "
+                            "of this account's received and sent in [[connectors.imap]]");
+  }
+  CORTEX_RETURN_IF_ERROR(st);
   static const std::regex kValidity(R"(UIDVALIDITY (\d+))"), kNext(R"(UIDNEXT (\d+))");
   std::smatch v, n;
   if (!std::regex_search(out, v, kValidity)) {

@@ -2,10 +2,12 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <vector>
 
 namespace cortex {
 namespace {
@@ -18,13 +20,37 @@ std::string Key(const char* section, const char* key) {
   return out;
 }
 
+// Levenshtein distance of two short keys (config keys are a few dozen characters).
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
 Status Unknown(const toml::table& table, const std::string& where,
                const std::set<std::string>& known) {
   for (const auto& [key, value] : table) {
-    if (!known.count(std::string(key.str()))) {
-      return Status::InvalidArgument("config: unknown key '" + where + std::string(key.str()) +
-                                     "'");
+    const std::string name(key.str());
+    if (known.count(name)) continue;
+    std::string msg = "config: unknown key '" + where + name + "'";
+    // The nearest known key, if it is a typo away (at most 2 edits, fewer for short keys).
+    const std::string* nearest = nullptr;
+    size_t best = std::min<size_t>(2, name.size() / 3) + 1;
+    for (const std::string& k : known) {
+      size_t d = EditDistance(name, k);
+      if (d < best) best = d, nearest = &k;
     }
+    if (nearest != nullptr) msg += "; did you mean '" + where + *nearest + "'?";
+    return Status::InvalidArgument(msg);
   }
   return Status::Ok();
 }

@@ -62,20 +62,29 @@ Status CreatePrivateDataFiles(const std::string& dir, const std::string& db) {
   return rc == 0 ? Status::Ok() : CannotCreate("database", db, err);
 }
 
-std::vector<std::string> DataFilesWiderThanPrivate(const std::string& dir, const std::string& db) {
-  std::vector<std::string> wider;
-  auto check = [&](const char* what, const std::string& path) {
+std::vector<std::string> MakeDataFilesPrivate(const std::string& dir, const std::string& db) {
+  std::vector<std::string> said;
+  auto fix = [&](const char* what, const std::string& path) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return;
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    wider.push_back(std::string(what) + " " + path + " has mode " + mode +
-                    ": group or others have access to it; `chmod go-rwx " + path +
-                    "` makes it private to its owner");
+    auto octal = [](mode_t m) {
+      char text[8];
+      std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(m & 07777));
+      return std::string(text);
+    };
+    const mode_t private_mode = st.st_mode & 07700;
+    if (st.st_uid == ::geteuid() && ::chmod(path.c_str(), private_mode) == 0) {
+      said.push_back("made " + std::string(what) + " " + path + " private to its owner: mode " +
+                     octal(st.st_mode) + " is now " + octal(private_mode));
+      return;
+    }
+    said.push_back(std::string(what) + " " + path + " has mode " + octal(st.st_mode) +
+                   ": group or others have access to it; `chmod go-rwx " + path +
+                   "` makes it private to its owner");
   };
-  check("data directory", dir);
-  for (const char* suffix : {"", "-wal", "-shm"}) check("data file", db + suffix);
-  return wider;
+  fix("data directory", dir);
+  for (const char* suffix : {"", "-wal", "-shm"}) fix("data file", db + suffix);
+  return said;
 }
 
 // A prepared SQLite statement: bound and stepped in place.

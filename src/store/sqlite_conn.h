@@ -21,13 +21,16 @@ namespace cortex {
 // The data directory is private to its owner (docs/store.md): creates `dir` 0700 if it is
 // missing (its missing parents get the umask's modes) and an empty database file `db` 0600
 // in it, whatever the process umask; SQLite then creates the write-ahead log and the
-// shared-memory file with the database file's mode. What exists already is left as it is.
+// shared-memory file with the database file's mode. What exists already is left to
+// MakeDataFilesPrivate.
 Status CreatePrivateDataFiles(const std::string& dir, const std::string& db);
 
-// One line for each of `dir`, `db`, its -wal and its -shm that exists and that group or
-// others have any permission on, naming the path, its mode and the chmod that makes it
-// private. Changes nothing (files from an older version are the owner's to fix).
-std::vector<std::string> DataFilesWiderThanPrivate(const std::string& dir, const std::string& db);
+// Takes group's and others' permissions off each of `dir`, `db`, its -wal and its -shm
+// that exists and has any (a directory made with mkdir, files of an older version) and
+// that this process's user owns: they are Cortex's files. One line for each such path,
+// saying what changed, or for a path it may not change, its mode and the chmod that
+// makes it private.
+std::vector<std::string> MakeDataFilesPrivate(const std::string& dir, const std::string& db);
 
 // How long a connection waits for a lock another process (e.g. `cortex ingest`) holds.
 constexpr int kSqliteBusyTimeoutMs = 5000;

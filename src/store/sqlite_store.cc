@@ -611,11 +611,12 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& dir) {
       sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, kStatementJournalSpillBytes),
       sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0)};
   (void)configured;
+  // Files an older version made, or a directory made with mkdir: made private before
+  // SQLite opens them (a log and shared memory it creates then take the database's mode),
+  // and said once; what this user does not own is said at every open.
+  for (const std::string& line : MakeDataFilesPrivate(dir, db)) spdlog::warn("{}", line);
   auto store = std::make_unique<SqliteStore>(db);
   CORTEX_RETURN_IF_ERROR(store->Init());
-  // Files an older version made, or the owner widened: said at every start (the log and
-  // shared memory exist by now), left as they are.
-  for (const std::string& line : DataFilesWiderThanPrivate(dir, db)) spdlog::warn("{}", line);
   return std::unique_ptr<Store>(std::move(store));
 }
 

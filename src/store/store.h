@@ -125,7 +125,27 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(const std::string& url);
 // A postgresql:// (or postgres://) URL opens PostgreSQL; anything else is a SQLite data
 // directory.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& where);
+// OpenStore for commands that only work on data that exists: a SQLite data directory
+// without a database is NotFound, saying so, and is not created (a typo in --data).
+Result<std::unique_ptr<Store>> OpenExistingStore(const std::string& where);
 bool IsPostgresUrl(const std::string& where);
+
+// Held by `cortex serve` while it runs. On a SQLite data directory: an exclusive lock
+// (flock, released by the kernel when the process ends, even by kill -9) on
+// DIR/serve.lock, which also holds the server's pid. A second server on the same
+// directory gets Conflict naming the first; several instances share a PostgreSQL
+// store instead, where this holds nothing. CLI commands do not take it.
+class ServeLock {
+ public:
+  static Result<ServeLock> Take(const std::string& where);
+  ServeLock(ServeLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ServeLock& operator=(ServeLock&&) = delete;
+  ~ServeLock();
+
+ private:
+  explicit ServeLock(int fd) : fd_(fd) {}
+  int fd_;
+};
 // `where` without a password, for logs.
 std::string RedactedLocation(const std::string& where);
 

@@ -100,31 +100,48 @@ class TestFileModes(unittest.TestCase):
         self.assertEqual(oct(mode_of(data)), oct(0o700))
         self.assertEqual(oct(mode_of(os.path.join(data, "cortex.db"))), oct(0o600))
 
-    def test_serve_warns_of_wider_files_and_leaves_them(self):
+    def test_serve_makes_wider_files_private_and_says_so_once(self):
+        """Files of an older version (umask 022), or a directory made with mkdir: Cortex's
+        user owns them, so Cortex makes them private and names each once (issue #48)."""
         data = os.path.join(self.root, "data")
         cli(data, "token", "create", "--data", data, "--workspace", "w", "--scopes", "read")
         db = os.path.join(data, "cortex.db")
-        os.chmod(data, 0o755)  # as an older version left them, under umask 022
+        os.chmod(data, 0o755)
         os.chmod(db, 0o644)
         server = Serve(data, os.path.join(self.root, "serve.log"))
-        log = server.stop()
-        for path, mode in [(data, "0755"), (db, "0644"), (db + "-wal", "0644"),
-                           (db + "-shm", "0644")]:
-            lines = warnings_naming(log, path)
-            self.assertEqual(len(lines), 1, (path, log))
-            self.assertIn(f"{path} has mode {mode}:", lines[0])
-            self.assertIn(f"`chmod go-rwx {path}`", lines[0])
-        self.assertEqual(oct(mode_of(data)), oct(0o755))
-        self.assertEqual(oct(mode_of(db)), oct(0o644))
-        # Fixed as the warning says: nothing more to say.
-        for path in [data, db]:
-            subprocess.run(["chmod", "go-rwx", path], check=True)
-        server = Serve(data, os.path.join(self.root, "serve2.log"))
         try:
-            self.assertPrivate(data)  # a log and shared memory made anew take the file's mode
+            self.assertPrivate(data)
         finally:
             log = server.stop()
+        for path, was, now in [(data, "0755", "0700"), (db, "0644", "0600")]:
+            lines = warnings_naming(log, path)
+            self.assertEqual(len(lines), 1, (path, log))
+            self.assertIn(f"made data ", lines[0])
+            self.assertIn(f"{path} private to its owner: mode {was} is now {now}", lines[0])
+        server = Serve(data, os.path.join(self.root, "serve2.log"))
+        try:
+            self.assertPrivate(data)
+        finally:
+            log = server.stop()
+        self.assertNotIn("private to its owner", log)
         self.assertNotIn("has mode", log)
+
+    def test_a_directory_made_with_mkdir_is_fixed_by_the_first_command(self):
+        data = os.path.join(self.root, "mkdir-data")
+        os.mkdir(data, 0o755)
+        os.chmod(data, 0o755)
+        first = subprocess.run([CORTEX_BIN, "token", "create", "--data", data, "--workspace",
+                                "w", "--scopes", "read"], capture_output=True, text=True,
+                               timeout=30)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn(f"made data directory {data} private to its owner: mode 0755 is now 0700",
+                      first.stderr)
+        self.assertEqual(oct(mode_of(data)), oct(0o700))
+        again = subprocess.run([CORTEX_BIN, "token", "list", "--data", data, "--workspace", "w"],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertNotIn("private", again.stderr)
+        self.assertNotIn("has mode", again.stderr)
 
 
 class TestSessionIdsAtRest(unittest.TestCase):

@@ -444,6 +444,18 @@ class TestMailIn(ImapCase):
         self.assertIn("added 2 (INBOX 1, Büro 1, Sent 0)", out)
         self.assertIn("added 0", self.sync(config).stdout)
 
+    def test_a_missing_folder_is_named(self):
+        """Dovecot refuses STATUS for a folder it lacks; libcurl says only "Quote command
+        returned error". The error names the folder and where it is configured (#48)."""
+        self.dovecot.deliver(mail(1))
+        config = self.write_config(name="typo.toml", received='["INBOX", "Archiv"]')
+        p = self.sync(config, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f'imap {USER}@127.0.0.1:{self.dovecot.port}: no folder "Archiv" on the '
+                      "server", p.stderr)
+        self.assertIn("[[connectors.imap]]", p.stderr)
+        self.assertNotIn("Quote command", p.stderr)
+
     def test_a_bad_idle_key_is_refused(self):
         bad = self.sync(self.write_config(name="idle.toml", extra='idle = "yes"\n'), check=False)
         self.assertNotEqual(bad.returncode, 0)
