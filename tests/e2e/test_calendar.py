@@ -90,13 +90,13 @@ def standing_blocks(data):
 class Radicale:
     """A private Radicale with one user and one calendar collection, /me/cal/."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, port=None):
         self.dir = os.path.join(directory, "radicale")
         os.makedirs(self.dir)
         users = os.path.join(self.dir, "users")
         with open(users, "w") as f:
             f.write(f"{USER}:{PASSWORD}\n")
-        self.port = free_port()
+        self.port = port or free_port()
         conf = os.path.join(self.dir, "config")
         with open(conf, "w") as f:
             f.write(f"[server]\nhosts = 127.0.0.1:{self.port}\n"

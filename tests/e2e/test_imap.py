@@ -38,7 +38,7 @@ def free_port():
 class Dovecot:
     """A private Dovecot: IMAP with STARTTLS and IMAPS on free loopback ports, one user."""
 
-    def __init__(self, directory, extra_conf=""):
+    def __init__(self, directory, extra_conf="", port=None):
         self.dir = os.path.join(directory, "dovecot")
         os.makedirs(os.path.join(self.dir, "run"))
         os.chmod(directory, 0o755)
@@ -51,7 +51,7 @@ class Dovecot:
         self.gid = os.getgid() if os.getuid() else pwd.getpwnam("nobody").pw_gid
         with open(os.path.join(self.dir, "passwd"), "w") as f:
             f.write(f"{USER}:{{PLAIN}}{PASSWORD}\n")
-        self.port, self.tls_port = free_port(), free_port()
+        self.port, self.tls_port = port or free_port(), free_port()
         self.conf = os.path.join(self.dir, "dovecot.conf")
         d = self.dir
         with open(self.conf, "w") as f:
