@@ -48,8 +48,15 @@ PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
             "No rule matched; default policy: hold messages until the focus block ends."};
   }
   if (vip || urgent) {
+    // The clause that applied, and its evidence (the signal's own sentence): never "VIP"
+    // for a message that is only urgent, nor "urgent" for a VIP's calm one.
+    const char* kind = urgent ? "urgent_language" : "vip_counterparty";
+    auto evidence =
+        std::find_if(s.begin(), s.end(), [&](const Signal& x) { return x.kind == kind; });
     return {TriageClass::kInterruptNow,
-            "No rule matched; default policy: VIP and urgent messages interrupt."};
+            std::string("No rule matched; default policy: ") +
+                (urgent ? "urgent messages interrupt. " : "messages from VIPs interrupt. ") +
+                evidence->summary};
   }
   return {TriageClass::kDailyDigest,
           "No rule matched; default policy: everything else waits for the daily digest."};

@@ -97,6 +97,22 @@ TEST_F(TriageTest, VipDuringFocusBlockIsHeldUntilItEnds_DefaultPolicy) {
   }
 }
 
+// The default policy names the clause that decided and its evidence (issue #48): Marcus (no
+// VIP) writing "urgent" is not explained by VIPs, and Sarah's calm mail not by urgency.
+TEST_F(TriageTest, TheDefaultPolicyNamesTheClauseThatApplied) {
+  Decision urgent = Receive("marcus@h.example", "2026-06-09T14:00:00Z", "Urgent: cutover");
+  EXPECT_EQ(urgent.Details()["triage_class"], "interrupt_now");
+  EXPECT_EQ(*urgent.rule_summary, "No rule matched; default policy: urgent messages interrupt. " +
+                                      SummaryOf(urgent, "urgent_language"));
+  EXPECT_EQ(urgent.rule_summary->find("VIP"), std::string::npos) << *urgent.rule_summary;
+
+  Decision vip = Receive("sarah@n.example", "2026-06-09T15:00:00Z", "Q3 plan");
+  EXPECT_EQ(vip.Details()["triage_class"], "interrupt_now");
+  EXPECT_EQ(*vip.rule_summary,
+            "No rule matched; default policy: messages from VIPs interrupt. Sender is in VIP "
+            "watchlist.");
+}
+
 // First contact means no earlier episode of any kind with the person: a meeting or a
 // message sent to them counts as much as a message from them.
 TEST_F(TriageTest, AnEarlierEpisodeOfAnyKindIsNotFirstContact) {
