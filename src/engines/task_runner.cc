@@ -114,6 +114,7 @@ void TaskRunner::Run(Entry e) {
       auto it = active_.find(id);
       if (it == active_.end() || it->second.progress == note) return;
       first = it->second.progress.empty();
+      if (first) first_note_pending_ = true;
       it->second.progress = std::move(note);
       it->second.progress_stored = false;
     }
@@ -259,8 +260,9 @@ void TaskRunner::StoreProgress() {
 void TaskRunner::Poll() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    poll_cv_.wait_for(lock, options_.poll);
+    poll_cv_.wait_for(lock, options_.poll, [this] { return stopping_ || first_note_pending_; });
     if (stopping_) break;
+    first_note_pending_ = false;
     lock.unlock();
     PollOnce();
     lock.lock();

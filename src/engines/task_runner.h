@@ -116,6 +116,10 @@ class TaskRunner {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // workers: a task is queued, or stopping
   std::condition_variable poll_cv_;  // the poll thread: stopping, or a job's first note
+  // A job's first note waits to be stored (guarded by mu_): a flag, not only the notify,
+  // so a note made while the poll thread is not yet waiting (just started, or storing) is
+  // not lost until the next look.
+  bool first_note_pending_ = false;
   std::deque<Entry> queue_;
   std::unordered_map<std::string, Active> active_;  // by task id
   bool stopping_ = false;
