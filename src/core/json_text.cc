@@ -375,7 +375,6 @@ class KeyTracker {
   bool found_ = false;
 };
 
-// ParseJson and ParseJsonUniqueKeys: `duplicate` null keeps the last of repeated keys.
 // This thread's simdjson parser, for documents up to kSimdjsonMaxBytes.
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser = [] {
@@ -390,6 +389,7 @@ simdjson::dom::parser& ThreadParser() {
   return parser;
 }
 
+// ParseJson and ParseJsonUniqueKeys: `duplicate` null keeps the last of repeated keys.
 json Parse(std::string_view text, std::string* duplicate) {
   if (text.size() <= kSimdjsonMaxBytes) {
     simdjson::dom::parser& parser = ThreadParser();
