@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "app.h"
 #include "core/crypto.h"
 #include "core/json_text.h"
 #include "fuzz/fuzz_store.h"
@@ -46,8 +47,8 @@ struct Http {
     QuotaLimits unlimited;
     for (const QuotaField& f : kQuotaFields) unlimited.*(f.value) = kMaxQuotaValue;
     mcp = std::make_unique<McpServer>(registry, *w.store, w.clock, ServerInfo{}, unlimited);
-    router = std::make_unique<HttpRouter>(*mcp, *w.store, w.clock, metrics, RouterOptions{},
-                                          AuthContext{});
+    router = std::make_unique<HttpRouter>(*mcp, *w.store, metrics, RouterOptions{}, AuthContext{},
+                                          CortexRouterParts(*w.store, w.clock));
   }
 };
 

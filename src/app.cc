@@ -21,6 +21,7 @@
 #include "engines/delivery.h"
 #include "engines/digest.h"
 #include "engines/idempotency.h"
+#include "engines/ingest.h"
 #include "engines/mail_sync.h"
 #include "engines/oauth.h"
 #include "engines/pushes.h"
@@ -39,6 +40,7 @@
 #include "transport/http_server.h"
 #include "transport/stdio.h"
 #include "web/inbox_api.h"
+#include "web/oauth_api.h"
 
 namespace cortex {
 
@@ -94,7 +96,8 @@ class BackgroundWork {
     if (now - last_stranded_check_ < std::chrono::seconds(5)) return;
     last_stranded_check_ = now;
     auto undone = store_.UndoStrandedWrites();
-    if (!undone.ok()) spdlog::warn("undoing stranded ingest batches: {}", undone.status().message());
+    if (!undone.ok())
+      spdlog::warn("undoing stranded ingest batches: {}", undone.status().message());
   }
 
   void ComposeDigestsOnceAMinute() {
@@ -399,6 +402,22 @@ Result<HostPort> ParseListen(const std::string& listen) {
 
 }  // namespace
 
+RouterParts CortexRouterParts(Store& store, const Clock& clock,
+                              std::vector<PathHandler*> handlers) {
+  RouterParts parts;
+  parts.authenticate = [&store, &clock](const std::string& secret, const std::string& resource) {
+    return Authenticate(store, secret, clock, resource);
+  };
+  parts.ingest = [&store, &clock](const std::string& workspace_id,
+                                  const std::string& body) -> Result<nlohmann::json> {
+    auto report = IngestJsonl(store, clock, workspace_id, body);
+    if (!report.ok()) return report.status();
+    return IngestReportJson(*report, "ok");
+  };
+  parts.handlers = std::move(handlers);
+  return parts;
+}
+
 int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   auto hp = ParseListen(options.listen);
   if (!hp.ok()) {
@@ -498,7 +517,8 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
   fetch_limits.private_addresses = config->http.client_metadata_private_hosts;
   OAuthApi oauth(**store, clock,
                  [fetch_limits](const std::string& url) { return HttpsGet(url, fetch_limits); });
-  HttpRouter router(mcp, **store, clock, metrics, router_options, anonymous, &inbox, &oauth);
+  HttpRouter router(mcp, **store, metrics, router_options, anonymous,
+                    CortexRouterParts(**store, clock, {&oauth, &inbox}));
   HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
   // A write request may run on an I/O thread if the store suspends it while its write waits
   // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).

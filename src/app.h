@@ -12,6 +12,10 @@
 namespace cortex {
 
 struct EngineConfig;
+class Clock;
+class PathHandler;
+struct RouterParts;
+class Store;
 using RegisterTools = std::function<Status(ToolRegistry&, const EngineConfig&)>;
 
 struct ServeOptions {
@@ -32,6 +36,12 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools);
 // `cortex mcp --stdio`: serves stdin/stdout with the token in `token`. Returns the exit code.
 int RunStdio(const std::string& data_dir, const std::string& config_path, const std::string& token,
              const RegisterTools& register_tools);
+
+// The HTTP router's parts (transport/http_router.h) as Cortex wires them: bearer tokens
+// checked by engines/tokens, POST /v1/episodes ingested by engines/ingest, and `handlers`
+// (the OAuth authorization server, the web inbox) in order of precedence.
+RouterParts CortexRouterParts(Store& store, const Clock& clock,
+                              std::vector<PathHandler*> handlers = {});
 
 // The instructions sent to clients in initialize and server/discover.
 extern const char kCortexInstructions[];

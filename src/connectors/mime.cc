@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "engines/outgoing_mail.h"
+#include "core/text.h"
 
 namespace cortex {
 

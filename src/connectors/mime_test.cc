@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/text.h"
 #include "core/time.h"
 #include "engines/mail_sync.h"
 #include "engines/outgoing_mail.h"

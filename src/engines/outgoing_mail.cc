@@ -4,6 +4,7 @@
 
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/text.h"
 #include "store/episodes.h"
 
 namespace cortex {
@@ -13,26 +14,12 @@ namespace {
 constexpr size_t kMaxSubjectBytes = 200;  // a longer draft line is cut with "..."
 constexpr size_t kMaxSummaryBytes = 240;
 
-bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
-
 std::string Shorten(std::string s, size_t max) {
   if (s.size() <= max) return s;
   return Utf8Prefix(s, max - 3) + "...";
 }
 
 }  // namespace
-
-std::string HeaderSafe(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    char c = IsControl(static_cast<unsigned char>(ch)) ? ' ' : ch;
-    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
-    out += c;
-  }
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
 
 std::string FirstSentence(std::string_view text) {
   text = text.substr(0, std::min<size_t>(text.size(), 2000));
@@ -55,24 +42,6 @@ std::string ReplySubject(std::string_view subject) {
     return s;
   }
   return "Re: " + s;
-}
-
-std::string MessageIdOf(std::string_view external_id) {
-  std::string_view id = external_id;
-  if (id.size() >= 2 && id.front() == '<' && id.back() == '>') id = id.substr(1, id.size() - 2);
-  size_t at = id.find('@');
-  if (at == 0 || at == std::string_view::npos || at + 1 == id.size()) return "";
-  for (char c : id) {
-    if (IsControl(static_cast<unsigned char>(c)) || c == ' ' || c == '<' || c == '>' ||
-        static_cast<unsigned char>(c) >= 0x80) {
-      return "";
-    }
-  }
-  return std::string(id);
-}
-
-std::string ActionMessageId(std::string_view action_id) {
-  return std::string(action_id) + "@cortex";
 }
 
 Result<OutboxItem::Mail> MailOf(ReadTx& tx, const Action& action) {

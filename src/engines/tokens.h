@@ -11,16 +11,6 @@
 
 namespace cortex {
 
-// Who is calling: the result of authenticating a token. Every engine call is scoped by
-// `workspace_id`.
-struct AuthContext {
-  std::string workspace_id;
-  std::string workspace_name;
-  std::string token_id;  // empty for the unauthenticated test mode
-  unsigned scopes = 0;
-  bool Has(Scope s) const { return (scopes & s) != 0; }
-};
-
 // The scope named `name` ("read", "act", "approve", "admin"), or 0 for none.
 unsigned ScopeNamed(std::string_view name);
 // "read,act" -> kScopeRead|kScopeAct. InvalidArgument names an unknown scope.

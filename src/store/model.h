@@ -26,6 +26,16 @@ struct Workspace {
 // person's (approve, reject, move trust): an agent's read,act token never approves.
 enum Scope : unsigned { kScopeRead = 1, kScopeAct = 2, kScopeAdmin = 4, kScopeApprove = 8 };
 
+// Who is calling: the result of authenticating a token (engines/tokens.h). Every engine
+// call is scoped by `workspace_id`.
+struct AuthContext {
+  std::string workspace_id;
+  std::string workspace_name;
+  std::string token_id;  // empty for the unauthenticated test mode
+  unsigned scopes = 0;
+  bool Has(Scope s) const { return (scopes & s) != 0; }
+};
+
 struct TokenRecord {
   std::string id;  // tok_...
   std::string workspace_id;

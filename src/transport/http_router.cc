@@ -7,7 +7,6 @@
 #include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/limits.h"
-#include "engines/ingest.h"
 #include "protocol/jsonrpc.h"
 
 namespace cortex {
@@ -118,17 +117,21 @@ const std::string* HttpRequest::Header(std::string_view name) const {
   return nullptr;
 }
 
-HttpRouter::HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-                       RouterOptions options, AuthContext anonymous, InboxApi* inbox,
-                       OAuthApi* oauth)
+HttpRouter::HttpRouter(McpServer& mcp, Store& store, Metrics& metrics, RouterOptions options,
+                       AuthContext anonymous, RouterParts parts)
     : mcp_(mcp),
       store_(store),
-      clock_(clock),
       metrics_(metrics),
       options_(std::move(options)),
       anonymous_(std::move(anonymous)),
-      inbox_(inbox),
-      oauth_(oauth) {}
+      parts_(std::move(parts)) {}
+
+PathHandler* HttpRouter::HandlerOf(std::string_view path) const {
+  for (PathHandler* h : parts_.handlers) {
+    if (h->Handles(path)) return h;
+  }
+  return nullptr;
+}
 
 std::optional<std::string> HttpRouter::FramingProblem(const HttpRequest& head, bool http11) {
   // Fields whose second copy would make two readers (a proxy, this server) see two requests.
@@ -228,14 +231,9 @@ bool HttpRouter::HostAllowed(const std::string& host) const {
   return false;
 }
 
-namespace {
-constexpr std::string_view kInboxStream = "inbox:";  // an inbox stream: "inbox:<cookie>"
-}  // namespace
-
 std::optional<std::string> HttpRouter::StreamNext(const std::string& stream, std::string& state) {
-  if (stream.rfind(kInboxStream, 0) == 0) {
-    if (inbox_ == nullptr) return std::nullopt;
-    return inbox_->Poll(stream.substr(kInboxStream.size()), state);
+  for (PathHandler* h : parts_.handlers) {
+    if (h->OwnsStream(stream)) return h->StreamNext(stream, state);
   }
   if (McpServer::IsHeldStream(stream)) return mcp_.HeldStreamNext(stream, state);
   if (McpServer::IsListenStream(stream)) return mcp_.ListenStreamNext(stream, state);
@@ -250,9 +248,10 @@ std::string HttpRouter::StreamEnd(const std::string& stream) {
 
 void HttpRouter::StreamClosed(const std::string& stream) {
   if (McpServer::IsListenStream(stream)) return mcp_.ListenClosed(stream);
-  if (stream.rfind(kInboxStream, 0) != 0 && !McpServer::IsHeldStream(stream)) {
-    mcp_.CloseStream(stream);
+  for (PathHandler* h : parts_.handlers) {
+    if (h->OwnsStream(stream)) return;
   }
+  if (!McpServer::IsHeldStream(stream)) mcp_.CloseStream(stream);
 }
 
 std::string HttpRouter::BaseUrl(const HttpRequest& req) const {
@@ -309,7 +308,7 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
     reject->headers.emplace_back("WWW-Authenticate", Challenge(req, "error=\"invalid_request\""));
   } else {
     // An OAuth token is good only for the resource it was issued for (its audience).
-    auto ctx = cortex::Authenticate(store_, header->substr(7), clock_, BaseUrl(req) + "/mcp");
+    auto ctx = parts_.authenticate(header->substr(7), BaseUrl(req) + "/mcp");
     if (ctx.ok()) {
       *auth = std::move(*ctx);
       return true;
@@ -332,22 +331,21 @@ bool HttpRouter::Authenticate(const HttpRequest& req, AuthContext* auth, HttpRes
   return false;
 }
 
-std::string HttpRouter::RouteName(std::string_view method, std::string_view target) {
+std::string HttpRouter::RouteName(std::string_view method, std::string_view target) const {
   std::string_view path = PathOf(target);
   // Metrics and logs are keyed by route: only known ones, so that no client can mint keys.
   bool known = path == "/healthz" || path == "/metrics" || path == "/mcp" ||
                path == "/v1/episodes" || path == kResourceMetadata || path == kResourceMetadataMcp;
   bool known_method = method == "GET" || method == "POST" || method == "DELETE" || method == "HEAD";
-  if (OAuthApi::Handles(path)) known = true;
-  // The inbox's pages and requests are few and fixed, but a client may name any path below.
-  if (!known && InboxApi::Handles(path)) path = path.rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
-  return std::string(known_method ? method : "OTHER") + " " +
-         std::string(known || InboxApi::Handles(path) ? path : "other");
+  std::string route(known_method ? method : "OTHER");
+  route += ' ';
+  if (known) return route.append(path);
+  if (const PathHandler* h = HandlerOf(path)) return route + h->RouteOf(path);
+  return route + "other";
 }
 
 bool HttpRouter::MayWrite(const HttpRequest& req) const {
-  if (OAuthApi::Handles(req.target)) return OAuthApi::MayWrite(req);
-  if (InboxApi::Handles(req.target)) return InboxApi::MayWrite(req);
+  if (const PathHandler* h = HandlerOf(PathOf(req.target))) return h->MayWrite(req);
   if (req.method == "DELETE") return true;
   if (req.method != "POST") return false;
   std::string_view path = PathOf(req.target);
@@ -365,8 +363,7 @@ bool HttpRouter::MayWrite(const HttpRequest& req) const {
 }
 
 bool HttpRouter::MayCallOut(const HttpRequest& req) const {
-  // The consent page may fetch an app's client ID metadata document.
-  if (PathOf(req.target) == "/inbox/authorize") return true;
+  if (const PathHandler* h = HandlerOf(PathOf(req.target))) return h->MayCallOut(req);
   if (req.method != "POST") return false;
   if (PathOf(req.target) != "/mcp") return false;
   const std::string* method = req.Header("mcp-method");
@@ -387,11 +384,11 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   }
   bool is_resource_metadata = path == kResourceMetadata || path == kResourceMetadataMcp;
   bool is_metrics = path == "/metrics";
-  bool is_oauth = oauth_ != nullptr && OAuthApi::Handles(path);
-  bool is_inbox = !is_oauth && inbox_ != nullptr && InboxApi::Handles(path);
   bool is_mcp = path == "/mcp";
-  if (!is_metrics && !is_mcp && !is_inbox && !is_oauth && !is_resource_metadata &&
-      path != "/v1/episodes") {
+  bool is_ingest = path == "/v1/episodes" && parts_.ingest != nullptr;
+  PathHandler* handler =
+      is_metrics || is_mcp || is_resource_metadata || is_ingest ? nullptr : HandlerOf(path);
+  if (!is_metrics && !is_mcp && !is_resource_metadata && !is_ingest && handler == nullptr) {
     log.status = "not_found";
     return Problem(404, "not_found", "no such endpoint: " + Utf8Prefix(path, 200));
   }
@@ -406,10 +403,10 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   if (is_resource_metadata) return ProtectedResourceMetadata(req, log);
   // The authorization server's endpoints for clients, which a browser-based client calls
   // from its own origin; the consent page (/inbox/authorize) keeps the Origin check.
-  if (is_oauth && path.rfind("/inbox/", 0) != 0) {
+  if (handler != nullptr && handler->AnyOrigin(path)) {
     std::optional<SharedReads> reads;
     if (!MayWrite(req)) reads.emplace(store_);
-    return oauth_->Handle(req, BaseUrl(req), log);
+    return handler->Handle(req, BaseUrl(req), log);
   }
   if (const std::string* origin = req.Header("origin");
       origin != nullptr && !OriginAllowed(*origin)) {
@@ -424,8 +421,7 @@ HttpResponse HttpRouter::Handle(const HttpRequest& req, RequestLog& log) {
   std::optional<SharedReads> snapshot;
   if (!MayWrite(req)) snapshot.emplace(store_);
   // The inbox signs its person in with its own session cookie, not a bearer token.
-  if (is_inbox) return inbox_->Handle(req, log);
-  if (is_oauth) return oauth_->Handle(req, BaseUrl(req), log);
+  if (handler != nullptr) return handler->Handle(req, BaseUrl(req), log);
   AuthContext auth;
   HttpResponse reject;
   if (!Authenticate(req, &auth, &reject, log)) return reject;
@@ -624,7 +620,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
                            Challenge(req, R"(error="insufficient_scope", scope="act")"));
     return r;
   }
-  auto report = IngestJsonl(store_, clock_, auth.workspace_id, req.body);
+  auto report = parts_.ingest(auth.workspace_id, req.body);
   if (!report.ok()) {
     log.status = CodeName(report.status().code());
     int status = report.status().code() == Code::kInvalidArgument ? 400
@@ -632,7 +628,7 @@ HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext&
                                                                   : 500;
     return Problem(status, CodeName(report.status().code()), report.status().message());
   }
-  return Json(200, IngestReportJson(*report, "ok"));
+  return Json(200, *report);
 }
 
 }  // namespace cortex

@@ -3,19 +3,18 @@
 // so every status, header and body can be tested without a network.
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/clock.h"
 #include "core/metrics.h"
-#include "engines/tokens.h"
+#include "core/status.h"
 #include "protocol/mcp_server.h"
 #include "store/store.h"
 #include "transport/http_types.h"
-#include "web/inbox_api.h"
-#include "web/oauth_api.h"
 
 namespace cortex {
 
@@ -37,13 +36,27 @@ struct RouterOptions {
   std::string public_url;
 };
 
+// What the router serves besides MCP, wired in by app (CortexRouterParts in app.h): the
+// transport reaches nothing above the protocol but through these.
+struct RouterParts {
+  // Who a bearer token `secret` is, for a request to `resource` (an OAuth token is good
+  // only for the resource it was issued for). Unauthorized for a token that is not good;
+  // any other error answers 503. Required unless RouterOptions::insecure_no_auth.
+  std::function<Result<AuthContext>(const std::string& secret, const std::string& resource)>
+      authenticate;
+  // POST /v1/episodes: ingests a JSONL body into a workspace and returns the report's
+  // JSON. Null: no such endpoint.
+  std::function<Result<nlohmann::json>(const std::string& workspace_id, const std::string& body)>
+      ingest;
+  // Paths answered above the transport (the web inbox, OAuth), in order of precedence:
+  // the first that handles a path gets it.
+  std::vector<PathHandler*> handlers;
+};
+
 class HttpRouter {
  public:
-  // `inbox`, if given, serves the web inbox under /inbox/; `oauth`, the authorization server
-  // (its metadata, /oauth/..., and the consent page /inbox/authorize).
-  HttpRouter(McpServer& mcp, Store& store, const Clock& clock, Metrics& metrics,
-             RouterOptions options, AuthContext anonymous, InboxApi* inbox = nullptr,
-             OAuthApi* oauth = nullptr);
+  HttpRouter(McpServer& mcp, Store& store, Metrics& metrics, RouterOptions options,
+             AuthContext anonymous, RouterParts parts);
 
   // Handles one request. Thread-safe.
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
@@ -92,7 +105,7 @@ class HttpRouter {
   // An error outside JSON-RPC: {"status":"error","error":code,"message":...} with `status`.
   static HttpResponse Problem(int status, const std::string& code, const std::string& message);
   // "METHOD /path" for logs and metrics; unknown methods and paths collapse to one name.
-  static std::string RouteName(std::string_view method, std::string_view target);
+  std::string RouteName(std::string_view method, std::string_view target) const;
   // The body limit for a request to `target`.
   static size_t BodyLimit(std::string_view target);
   // The body limit for a request with head `head`: POST /v1/episodes's for a POST /mcp whose
@@ -116,18 +129,18 @@ class HttpRouter {
   // GET /.well-known/oauth-protected-resource[/mcp] (RFC 9728).
   HttpResponse ProtectedResourceMetadata(const HttpRequest& req, RequestLog& log);
   bool HostAllowed(const std::string& host) const;
+  // The handler of `path`, or null.
+  PathHandler* HandlerOf(std::string_view path) const;
 
   // GET /metrics: its bearer token, if the operator set one; the Host must be allowed.
   HttpResponse HandleMetrics(const HttpRequest& req, RequestLog& log);
 
   McpServer& mcp_;
   Store& store_;
-  const Clock& clock_;
   Metrics& metrics_;
   RouterOptions options_;
   AuthContext anonymous_;
-  InboxApi* inbox_;
-  OAuthApi* oauth_;
+  RouterParts parts_;
 };
 
 }  // namespace cortex

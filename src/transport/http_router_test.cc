@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "app.h"
 #include "core/limits.h"
 #include "core/time.h"
 #include "protocol/jsonrpc.h"
 #include "testing/temp_store.h"
 #include "tools/cortex_tools.h"
+#include "web/oauth_api.h"
 
 namespace cortex {
 namespace {
@@ -46,8 +48,8 @@ class HttpRouterTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(RegisterCortexTools(registry_, config_).ok());
     mcp_ = std::make_unique<McpServer>(registry_, *store_, clock_, ServerInfo{});
-    router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, RouterOptions{},
-                                           AuthContext{});
+    router_ = std::make_unique<HttpRouter>(*mcp_, *store_, metrics_, RouterOptions{}, AuthContext{},
+                                           Parts());
     token_ = CreateToken(*store_, clock_, "alpha", kScopeRead | kScopeAct, "")->secret;
     reader_ = CreateToken(*store_, clock_, "alpha", kScopeRead, "")->secret;
   }
@@ -100,6 +102,9 @@ class HttpRouterTest : public ::testing::Test {
     return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
   }
 
+  // The parts `cortex serve` wires in, with the OAuth authorization server.
+  RouterParts Parts() { return CortexRouterParts(*store_, clock_, {&oauth_}); }
+
   static const std::string* Find(const HttpResponse& r, const std::string& name) {
     for (const auto& [k, v] : r.headers) {
       if (k == name) return &v;
@@ -112,6 +117,7 @@ class HttpRouterTest : public ::testing::Test {
   EngineConfig config_;
   ToolRegistry registry_;
   Metrics metrics_;
+  OAuthApi oauth_{*store_, clock_};
   std::unique_ptr<McpServer> mcp_;
   std::unique_ptr<HttpRouter> router_;
   std::string token_, reader_;
@@ -171,7 +177,7 @@ TEST_F(HttpRouterTest, ThePublicUrlNamesTheResourceBehindAProxy) {
   RouterOptions options;
   options.public_url = "https://cortex.example.org";
   options.check_host = false;
-  HttpRouter router(*mcp_, *store_, clock_, metrics_, options, AuthContext{});
+  HttpRouter router(*mcp_, *store_, metrics_, options, AuthContext{}, Parts());
   RequestLog log;
   HttpResponse meta = router.Handle(
       HttpRequest{"GET", "/.well-known/oauth-protected-resource/mcp", {{"host", "10.0.0.5"}}, ""},
@@ -246,8 +252,8 @@ TEST_F(HttpRouterTest, MetricsNeedAnAllowedHostAndItsToken) {
 
   RouterOptions with_token;
   with_token.metrics_token = "s3cret-metrics";
-  router_ = std::make_unique<HttpRouter>(*mcp_, *store_, clock_, metrics_, with_token,
-                                         AuthContext{});
+  router_ =
+      std::make_unique<HttpRouter>(*mcp_, *store_, metrics_, with_token, AuthContext{}, Parts());
   HttpResponse none = Send(local);
   EXPECT_EQ(none.status, 401);
   ASSERT_NE(Find(none, "WWW-Authenticate"), nullptr);
@@ -342,7 +348,8 @@ TEST_F(HttpRouterTest, StatelessUnknownMethodIs404) {
 TEST_F(HttpRouterTest, AStoreThatCannotAnswerIsA503NotALostSession) {
   FlakyStore flaky(*store_);
   McpServer mcp(registry_, flaky, clock_, ServerInfo{});
-  HttpRouter router(mcp, flaky, clock_, metrics_, RouterOptions{}, AuthContext{});
+  HttpRouter router(mcp, flaky, metrics_, RouterOptions{}, AuthContext{},
+                    CortexRouterParts(flaky, clock_));
   RequestLog log;
   std::string sid = *Find(router.Handle(Post("/mcp", Initialize(), token_), log), "Mcp-Session-Id");
   HttpRequest list = Post("/mcp", R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", token_);

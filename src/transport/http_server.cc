@@ -662,7 +662,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // counted as the router's answers are, then the connection is closed.
   void Refuse(int http_status, const char* status, HttpResponse res) {
     std::string route =
-        parser_ ? HttpRouter::RouteName(parser_->get().method_string(), parser_->get().target())
+        parser_ ? server_.router.RouteName(parser_->get().method_string(), parser_->get().target())
                 : std::string("OTHER other");
     server_.metrics.Record(route, "", status, 0);
     AccessLog().info("request route=\"{}\" status={} http={} peer={}", route, status, http_status,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +52,36 @@ struct RequestLog {
   std::string tool;
   std::string status;  // "ok" or an error code
   std::string trace_id;
+};
+
+// A part of the server above the transport that answers paths of its own: the web inbox,
+// the OAuth authorization server. app wires them into the router (RouterParts), which
+// knows them only through this interface; they sign their callers in themselves.
+class PathHandler {
+ public:
+  virtual ~PathHandler() = default;
+  // Whether this answers `path` (a request target without its query).
+  virtual bool Handles(std::string_view path) const = 0;
+  // The name a request to `path` (one this handles) is logged and counted under: one of a
+  // few fixed names, so that no client can mint metric keys.
+  virtual std::string RouteOf(std::string_view path) const = 0;
+  // Whether handling `req` may write, or wait on the network (HttpRouter::MayWrite,
+  // MayCallOut).
+  virtual bool MayWrite(const HttpRequest& req) const = 0;
+  virtual bool MayCallOut(const HttpRequest& /*req*/) const { return false; }
+  // Whether browser-based clients call `path` from their own origins (OAuth's client
+  // endpoints): the router checks no Origin for it.
+  virtual bool AnyOrigin(std::string_view /*path*/) const { return false; }
+  // Answers `req`. `base_url` names this server as its client sees it.
+  virtual HttpResponse Handle(const HttpRequest& req, const std::string& base_url,
+                              RequestLog& log) = 0;
+  // Whether `stream` (HttpResponse::stream) is one this handler opened, and what it sends
+  // next (HttpRouter::StreamNext).
+  virtual bool OwnsStream(std::string_view /*stream*/) const { return false; }
+  virtual std::optional<std::string> StreamNext(const std::string& /*stream*/,
+                                                std::string& /*state*/) {
+    return std::nullopt;
+  }
 };
 
 }  // namespace cortex

@@ -7,7 +7,6 @@
 #include <ostream>
 
 #include "core/metrics.h"
-#include "engines/tokens.h"
 #include "protocol/mcp_server.h"
 
 namespace cortex {

@@ -151,12 +151,27 @@ InboxApi::InboxApi(Store& store, const Clock& clock, const ActionConfig& actions
 
 std::string InboxApi::SessionSecret(const HttpRequest& req) { return CookieValue(req, kCookie); }
 
-bool InboxApi::Handles(std::string_view path) {
+namespace {
+constexpr std::string_view kStream = "inbox:";  // an inbox stream: "inbox:<session secret>"
+}  // namespace
+
+bool InboxApi::Handles(std::string_view path) const {
   path = PathOf(path);
   return path == "/inbox" || path.rfind("/inbox/", 0) == 0;
 }
 
-bool InboxApi::MayWrite(const HttpRequest& req) {
+std::string InboxApi::RouteOf(std::string_view path) const {
+  // The inbox's pages and requests are few and fixed, but a client may name any path below.
+  return PathOf(path).rfind("/inbox/api/", 0) == 0 ? "/inbox/api" : "/inbox";
+}
+
+bool InboxApi::OwnsStream(std::string_view stream) const { return stream.rfind(kStream, 0) == 0; }
+
+std::optional<std::string> InboxApi::StreamNext(const std::string& stream, std::string& state) {
+  return Poll(stream.substr(kStream.size()), state);
+}
+
+bool InboxApi::MayWrite(const HttpRequest& req) const {
   std::string_view path = PathOf(req.target);
   return path == "/inbox/signin" || req.method == "POST";
 }
@@ -215,7 +230,7 @@ HttpResponse InboxApi::Handle(const HttpRequest& req, RequestLog& log) {
     });
     if (!marked.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
     r.open_stream = true;
-    r.stream = "inbox:" + secret;
+    r.stream = std::string(kStream) + secret;
     r.stream_poll = std::chrono::seconds(1);
     r.headers.emplace_back("Cache-Control", "no-store");
     return r;

@@ -18,22 +18,33 @@
 
 namespace cortex {
 
-class InboxApi {
+class InboxApi : public PathHandler {
  public:
   // `tools` gives the read views the page shares with MCP (notification.list,
   // decision.list); `actions` configures approvals and trust.
   InboxApi(Store& store, const Clock& clock, const ActionConfig& actions,
            const ToolRegistry& tools);
 
-  static bool Handles(std::string_view path);
+  // /inbox and everything below it.
+  bool Handles(std::string_view path) const override;
+  // "/inbox/api" for the JSON API, "/inbox" for the rest.
+  std::string RouteOf(std::string_view path) const override;
   // The inbox session's secret the request's cookie carries, or "".
   static std::string SessionSecret(const HttpRequest& req);
   // Whether handling `req` may write (signing in, approving, rejecting, moving trust,
   // signing out).
-  static bool MayWrite(const HttpRequest& req);
+  bool MayWrite(const HttpRequest& req) const override;
 
   // REQUIRES: Handles(path of req.target).
   HttpResponse Handle(const HttpRequest& req, RequestLog& log);
+  HttpResponse Handle(const HttpRequest& req, const std::string& /*base_url*/,
+                      RequestLog& log) override {
+    return Handle(req, log);
+  }
+  // The event streams GET /inbox/api/events opens: "inbox:<session secret>", polled
+  // through Poll.
+  bool OwnsStream(std::string_view stream) const override;
+  std::optional<std::string> StreamNext(const std::string& stream, std::string& state) override;
 
   // What an open event stream (GET /inbox/api/events) sends next: the events since its last
   // poll (empty if none), or nullopt once its session has ended. `marker` is the stream's

@@ -122,16 +122,22 @@ const char* ScopeText(unsigned scope) {
 OAuthApi::OAuthApi(Store& store, const Clock& clock, ClientMetadataFetch fetch)
     : store_(store), clock_(clock), fetch_(std::move(fetch)) {}
 
-bool OAuthApi::Handles(std::string_view path) {
+bool OAuthApi::Handles(std::string_view path) const {
   path = PathOf(path);
   return path == kServerMetadata || path == kAuthorize || path == "/oauth/register" ||
          path == "/oauth/token" || path == "/oauth/revoke";
 }
 
 // The consent page may also remember a client read from its metadata document.
-bool OAuthApi::MayWrite(const HttpRequest& req) {
+bool OAuthApi::MayWrite(const HttpRequest& req) const {
   return req.method == "POST" || PathOf(req.target) == kAuthorize;
 }
+
+std::string OAuthApi::RouteOf(std::string_view path) const { return std::string(PathOf(path)); }
+
+bool OAuthApi::MayCallOut(const HttpRequest& req) const { return PathOf(req.target) == kAuthorize; }
+
+bool OAuthApi::AnyOrigin(std::string_view path) const { return PathOf(path) != kAuthorize; }
 
 HttpResponse OAuthApi::Handle(const HttpRequest& req, const std::string& base, RequestLog& log) {
   std::string_view path = PathOf(req.target);
@@ -258,19 +264,20 @@ HttpResponse OAuthApi::Authorize(const HttpRequest& req, const std::string& base
               "</label></li>";
   }
   std::string redirect_host = FormTarget(ask.redirect_uri);
-  return Page(
-      200, "Connect " + ask.client_name,
-      "<h1>Connect <span id=\"client-name\">" + MarkupEscape(ask.client_name) +
-          "</span> to your Cortex?</h1><p>Workspace <strong>" + MarkupEscape(person->workspace_name) +
-          "</strong>. After you decide, your browser goes back to <code>" + MarkupEscape(redirect_host) +
-          "</code>.</p><form method=\"post\" action=\"/inbox/authorize\">" + hidden +
-          "<p>It asks to:</p><ul class=\"scopes\">" + scopes +
-          "</ul><p>You can disconnect it at any time in the inbox or with "
-          "<code>cortex token revoke</code>.</p><p><button type=\"submit\" "
-          "name=\"decision\" value=\"allow\" id=\"allow\">Allow</button> "
-          "<button type=\"submit\" name=\"decision\" value=\"deny\" "
-          "id=\"deny\">Deny</button></p></form>",
-      redirect_host);
+  return Page(200, "Connect " + ask.client_name,
+              "<h1>Connect <span id=\"client-name\">" + MarkupEscape(ask.client_name) +
+                  "</span> to your Cortex?</h1><p>Workspace <strong>" +
+                  MarkupEscape(person->workspace_name) +
+                  "</strong>. After you decide, your browser goes back to <code>" +
+                  MarkupEscape(redirect_host) +
+                  "</code>.</p><form method=\"post\" action=\"/inbox/authorize\">" + hidden +
+                  "<p>It asks to:</p><ul class=\"scopes\">" + scopes +
+                  "</ul><p>You can disconnect it at any time in the inbox or with "
+                  "<code>cortex token revoke</code>.</p><p><button type=\"submit\" "
+                  "name=\"decision\" value=\"allow\" id=\"allow\">Allow</button> "
+                  "<button type=\"submit\" name=\"decision\" value=\"deny\" "
+                  "id=\"deny\">Deny</button></p></form>",
+              redirect_host);
 }
 
 HttpResponse OAuthApi::Consent(const HttpRequest& req, const std::string& base, RequestLog& log) {

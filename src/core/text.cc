@@ -1,0 +1,36 @@
+#include "core/text.h"
+
+namespace cortex {
+
+std::string HeaderSafe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    auto u = static_cast<unsigned char>(ch);
+    char c = u < 0x20 || u == 0x7f ? ' ' : ch;
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string MessageIdOf(std::string_view external_id) {
+  std::string_view id = external_id;
+  if (id.size() >= 2 && id.front() == '<' && id.back() == '>') id = id.substr(1, id.size() - 2);
+  size_t at = id.find('@');
+  if (at == 0 || at == std::string_view::npos || at + 1 == id.size()) return "";
+  for (char c : id) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == ' ' || c == '<' || c == '>' ||
+        static_cast<unsigned char>(c) >= 0x80) {
+      return "";
+    }
+  }
+  return std::string(id);
+}
+
+std::string ActionMessageId(std::string_view action_id) {
+  return std::string(action_id) + "@cortex";
+}
+
+}  // namespace cortex
