@@ -1,10 +1,11 @@
 // libFuzzer target: an iCalendar document through the calendar connector's parsing (libical:
-// recurrence, time zones) into the JSONL lines it ingests, and the same bytes as a CalDAV
+// recurrence, time zones) into the typed episodes it ingests, and the same bytes as a CalDAV
 // multistatus answer (libxml2). Whatever the input, every occurrence lies in the window and
-// ends after it starts, and its line is valid ingest input.
+// ends after it starts, and its episode is valid ingest input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "connectors/caldav.h"
 #include "connectors/ical.h"
@@ -22,14 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   window.max_occurrences = 2000;
   auto parsed = ExpandCalendar(text, window);
   if (!parsed.ok()) return 0;
-  std::string lines;
+  std::vector<IngestItem> items;
   for (const CalendarOccurrence& o : parsed->occurrences) {
     if (o.start < window.from || o.start >= window.to || o.end <= o.start) std::abort();
-    lines += CalendarEpisodeLine(o, "calendar:fuzz", 1);
+    items.push_back(CalendarEpisode(o, "calendar:fuzz", 1));
   }
-  if (lines.empty()) return 0;
+  if (items.empty()) return 0;
   fuzz::FuzzWorld& w = fuzz::World();
-  auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);
-  if (!report.ok()) std::abort();  // the connector made a line ingest refuses
+  auto report = IngestItems(*w.store, w.clock, w.demo.id, std::move(items), nullptr);
+  if (!report.ok()) std::abort();  // the connector made an episode ingest refuses
   return 0;
 }

@@ -1,5 +1,5 @@
 // libFuzzer target: a raw mail message through the IMAP connector's parsing (GMime, libxml2's
-// HTML parser) into the JSONL lines it ingests. Whatever the input, the lines must be valid
+// HTML parser) into the typed items it ingests. Whatever the input, the items must be valid
 // ingest input or nothing, and a parsed subject never holds a line break.
 #include <cstddef>
 #include <cstdint>
@@ -15,15 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string raw(reinterpret_cast<const char*>(data), size);
   auto parsed = ParseMail(raw);
   if (parsed.ok() && parsed->subject.find_first_of("\r\n") != std::string::npos) std::abort();
-  std::string lines =
-      MailEpisodeLines(raw, "message_received", std::nullopt, FromUnixMillis(1796300000000),
-                       [](const std::string&) { return false; });
-  if (lines.empty()) return 0;
+  auto items = MailItems(raw, "message_received", std::nullopt, FromUnixMillis(1796300000000),
+                         [](const std::string&) { return false; });
+  if (items.empty()) return 0;
   fuzz::FuzzWorld& w = fuzz::World();
-  auto report = IngestJsonl(*w.store, w.clock, w.demo.id, lines);
-  if (!report.ok()) {  // the connector made a line ingest refuses
-    std::fprintf(stderr, "ingest refused: %s\n%s\n", report.status().message().c_str(),
-                 lines.c_str());
+  auto report = IngestItems(*w.store, w.clock, w.demo.id, std::move(items), nullptr);
+  if (!report.ok()) {  // the connector made an item ingest refuses
+    std::fprintf(stderr, "ingest refused: %s\n", report.status().message().c_str());
     std::abort();
   }
   return 0;

@@ -16,13 +16,12 @@
 #include "core/stop_signal.h"
 #include "core/thread_name.h"
 #include "core/time.h"
-#include "engines/calendar_sync.h"
 #include "engines/config.h"
 #include "engines/delivery.h"
 #include "engines/digest.h"
 #include "engines/idempotency.h"
+#include "engines/incoming.h"
 #include "engines/ingest.h"
-#include "engines/mail_sync.h"
 #include "engines/oauth.h"
 #include "engines/pushes.h"
 #include "engines/task_runner.h"
@@ -148,29 +147,21 @@ class BackgroundWork {
   std::thread thread_;  // last: starts once everything above exists
 };
 
-// Mail and calendars in while serving (docs/connectors.md): each [[connectors.imap]] and
-// [[connectors.calendar]] account on a thread of its own, so that a slow or failing server
-// never holds up delivery or another account.
-// Where the server offers IDLE (and the account does not say idle = false), a second
-// connection watches the account's first folder, and new mail there starts a pass at once;
-// every folder is still read every poll_seconds. A failing pass is retried with backoff
-// (the poll interval doubling, at most 15 minutes); a lost IDLE connection is opened again
-// after 1, 2, 4... seconds (at most 5 minutes), each attempt followed by a pass. Passes
-// start after the last committed batch (the UID cursors), so a drop loses nothing. A
-// calendar is read every poll_seconds, with the same backoff. What a pass committed stays
-// if the process dies mid-pass.
+// Mail and calendars in while serving (docs/connectors.md): each incoming source (an
+// [[connectors.imap]] or [[connectors.calendar]] account) on a thread of its own, so that a
+// slow or failing server never holds up delivery or another source. A pass every
+// poll_seconds, sooner when the source has news (IMAP IDLE: MailSource); a failing pass is
+// retried with backoff (the poll interval doubling, at most 15 minutes). Passes go on from
+// what the last one committed (IMAP's UID cursors, the calendar's record), so a drop or
+// the process dying mid-pass loses nothing.
 class ConnectorPoller {
  public:
-  ConnectorPoller(Store& store, const Clock& clock, const std::vector<ImapAccount>& accounts,
-                  const std::vector<CalendarAccount>& calendars)
-      : store_(store), clock_(clock) {
-    for (const ImapAccount& account : accounts) {
-      threads_.emplace_back([this, &account] { Watch(account); });
-      NameThread(threads_.back(), "cortex-mail");
-    }
-    for (const CalendarAccount& account : calendars) {
-      threads_.emplace_back([this, &account] { Poll(account); });
-      NameThread(threads_.back(), "cortex-calendar");
+  ConnectorPoller(Store& store, const Clock& clock,
+                  std::vector<std::unique_ptr<IncomingSource>> sources)
+      : store_(store), clock_(clock), sources_(std::move(sources)) {
+    for (const auto& source : sources_) {
+      threads_.emplace_back([this, s = source.get()] { Run(*s); });
+      NameThread(threads_.back(), ("cortex-" + source->Kind()).c_str());
     }
   }
   ~ConnectorPoller() {
@@ -179,109 +170,41 @@ class ConnectorPoller {
   }
 
  private:
-  using Steady = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds kIdleRetryFirst{1};
-  static constexpr std::chrono::seconds kIdleRetryMax{300};
   static constexpr std::chrono::seconds kPassRetryMax{900};
 
-  // `first` doubled per failure after the first, at most `most`.
-  static std::chrono::seconds Backoff(std::chrono::seconds first, int failures,
-                                      std::chrono::seconds most) {
-    if (failures <= 0) return first;
-    return std::min(first * (int64_t{1} << std::min(failures, 16)), most);
-  }
-
-  void Watch(const ImapAccount& account) {
-    std::string folder = !account.received.empty() ? account.received.front()
-                         : !account.sent.empty()   ? account.sent.front()
-                                                   : std::string();
-    bool use_idle = account.idle && !folder.empty();
-    std::unique_ptr<ImapIdle> idle;
-    int pass_failures = 0;
-    int idle_failures = 0;
-    Steady::time_point idle_retry{};  // when to open the IDLE connection again
+  void Run(IncomingSource& source) {
+    int failures = 0;
     while (!stop_.stopped()) {
-      // Watch first, then read: mail that arrives during the pass wakes the next one.
-      if (use_idle && !idle && Steady::now() >= idle_retry) {
-        auto watcher = std::make_unique<ImapIdle>(account);
-        auto started = watcher->Start(folder);
-        if (!started.ok()) {
-          ++idle_failures;
-          auto wait = Backoff(kIdleRetryFirst, idle_failures - 1, kIdleRetryMax);
-          idle_retry = Steady::now() + wait;
-          spdlog::warn("{} (IDLE, attempt {}; again in {} s)", started.status().message(),
-                       idle_failures, wait.count());
-        } else if (!*started) {
-          spdlog::info("imap {}: the server offers no IDLE; reading every {} s", account.Name(),
-                       account.poll_seconds);
-          use_idle = false;
-        } else {
-          spdlog::info("imap {}: watching {} (IDLE)", account.Name(), folder);
-          idle = std::move(watcher);
-          idle_failures = 0;
-        }
-      }
-      Pass(account, &pass_failures);
-      Steady::time_point next = Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
-                                                        pass_failures, kPassRetryMax);
-      if (idle) {
-        auto news = idle->Wait(next, stop_.flag());
-        if (news.ok()) continue;  // new mail, or time for a pass
-        ++idle_failures;
-        auto wait = Backoff(kIdleRetryFirst, idle_failures - 1, kIdleRetryMax);
-        spdlog::warn("{} (again in {} s)", news.status().message(), wait.count());
-        idle.reset();
-        idle_retry = Steady::now() + wait;
-      }
-      if (use_idle && !idle) next = std::min(next, idle_retry);
-      stop_.WaitUntil(next);
+      source.Watch();  // first: what arrives during the pass wakes the next one
+      Pass(source, &failures);
+      source.WaitForNews(std::chrono::steady_clock::now() +
+                             Backoff(source.PollInterval(), failures, kPassRetryMax),
+                         stop_);
     }
   }
 
-  void Poll(const CalendarAccount& account) {
-    int failures = 0;
-    do {
-      try {
-        auto report = SyncCalendar(store_, clock_, account);
-        if (report.ok()) {
-          failures = 0;
-          if (report->added + report->changed + report->removed > 0) {
-            spdlog::info("calendar {}: {}", account.Name(), report->Summary());
-          }
-        } else {
-          ++failures;
-          spdlog::warn("{} (attempt {})", report.status().message(), failures);
-        }
-      } catch (const std::exception& e) {
-        ++failures;
-        spdlog::error("calendar {}: {}", account.Name(), e.what());
-      }
-    } while (!stop_.WaitUntil(Steady::now() + Backoff(std::chrono::seconds(account.poll_seconds),
-                                                      failures, kPassRetryMax)));
-  }
-
-  // One pass over every folder of `account`: its failures counted in *failures (0 after a
-  // pass that worked) and logged.
-  void Pass(const ImapAccount& account, int* failures) {
+  // One pass of `source`: its failures counted in *failures (0 after a pass that worked)
+  // and logged.
+  void Pass(IncomingSource& source, int* failures) {
     try {
-      ImapSession session(account);
-      auto report = SyncMailbox(store_, clock_, account, session, &stop_.flag());
-      if (report.ok()) {
+      auto pass = source.Pass(store_, clock_, &stop_.flag());
+      if (pass.ok()) {
         *failures = 0;
-        if (report->added > 0) spdlog::info("imap {}: {}", account.Name(), report->Summary());
+        if (pass->changed) spdlog::info("{}: {}", source.Name(), pass->summary);
         return;
       }
       ++*failures;
-      spdlog::warn("{} (attempt {})", report.status().message(), *failures);
+      spdlog::warn("{} (attempt {})", pass.status().message(), *failures);
     } catch (const std::exception& e) {
       ++*failures;
-      spdlog::error("imap {}: {}", account.Name(), e.what());
+      spdlog::error("{}: {}", source.Name(), e.what());
     }
   }
 
   Store& store_;
   const Clock& clock_;
-  StopSignal stop_;                   // ends a long pass between batches, and a wait
+  StopSignal stop_;  // ends a long pass between batches, and a wait
+  std::vector<std::unique_ptr<IncomingSource>> sources_;
   std::vector<std::thread> threads_;  // last: they start once everything above exists
 };
 
@@ -530,7 +453,7 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     return 1;
   }
   BackgroundWork background(**store, clock, *config, **connector);
-  ConnectorPoller connectors(**store, clock, config->imap, config->calendars);
+  ConnectorPoller connectors(**store, clock, IncomingSources(*config));
   LearningWork learning(**store, clock, *config);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,

@@ -13,14 +13,13 @@
 #include "core/ids.h"
 #include "core/time.h"
 #include "engines/actions.h"
-#include "engines/calendar_sync.h"
 #include "engines/config.h"
 #include "engines/demo_world.h"
 #include "engines/inbox.h"
+#include "engines/incoming.h"
 #include "engines/ingest.h"
 #include "engines/learning.h"
 #include "engines/ledger.h"
-#include "engines/mail_sync.h"
 #include "engines/quotas.h"
 #include "engines/rules.h"
 #include "engines/tokens.h"
@@ -161,25 +160,13 @@ int CmdSync(const std::string& data, const std::string& config_path) {
   auto store = Open(data);
   if (!store.ok()) return Fail(store.status());
   int rc = 0;
-  // Each account on its own: one that fails does not stop the others.
-  for (const ImapAccount& account : config->imap) {
-    ImapSession session(account);
-    auto report = SyncMailbox(**store, ProcessClock(), account, session);
-    if (report.ok()) {
-      std::cout << "imap " << account.Name() << " (" << account.workspace
-                << "): " << report->Summary() << "\n";
+  // Each source on its own: one that fails does not stop the others.
+  for (const auto& source : IncomingSources(*config)) {
+    auto pass = source->Pass(**store, ProcessClock(), nullptr);
+    if (pass.ok()) {
+      std::cout << source->Name() << " (" << source->Workspace() << "): " << pass->summary << "\n";
     } else {
-      std::cerr << "error: " << report.status().message() << "\n";
-      rc = 1;
-    }
-  }
-  for (const CalendarAccount& account : config->calendars) {
-    auto report = SyncCalendar(**store, ProcessClock(), account);
-    if (report.ok()) {
-      std::cout << "calendar " << account.Name() << " (" << account.workspace
-                << "): " << report->Summary() << "\n";
-    } else {
-      std::cerr << "error: " << report.status().message() << "\n";
+      std::cerr << "error: " << pass.status().message() << "\n";
       rc = 1;
     }
   }

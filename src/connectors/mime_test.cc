@@ -137,36 +137,41 @@ TEST(HtmlToText, KeepsTheWordsDropsTheMarkup) {
             "Title\n\nOne two & three.\n\nFour");
 }
 
-TEST(MailEpisodeLines, AReceivedMessageIsAValidEpisodeLine) {
-  std::string lines = MailEpisodeLines(
+TEST(MailItems, AReceivedMessageIsANewSenderAndAnEpisode) {
+  auto items = MailItems(
       "From: Marcus Webb <Marcus@H.example>\r\nTo: me@x.example\r\nSubject: Cutover\r\n"
       "Message-ID: <m1@h.example>\r\nDate: Thu, 03 Dec 2026 10:00:00 +0000\r\n\r\n"
       "Can you confirm by Tuesday? Thanks.\r\n",
       "message_received", std::nullopt, FromUnixMillis(0),
       [](const std::string&) { return false; });
-  auto nl = lines.find('\n');
-  ASSERT_NE(nl, std::string::npos);
-  auto entity = nlohmann::json::parse(lines.substr(0, nl));
-  auto episode = nlohmann::json::parse(lines.substr(nl + 1));
-  EXPECT_EQ(entity["name"], "Marcus Webb");
-  EXPECT_EQ(entity["identifiers"][0], "marcus@h.example");
-  EXPECT_EQ(episode["counterparty"], "marcus@h.example");
-  EXPECT_EQ(episode["summary"], "Marcus Webb: 'Can you confirm by Tuesday?'");
-  EXPECT_EQ(episode["external_id"], "m1@h.example");
-  EXPECT_EQ(episode["thread"], "m1@h.example");
-  EXPECT_EQ(episode["occurred_at"], "2026-12-03T10:00:00Z");
+  ASSERT_EQ(items.size(), 2u);
+  const auto& entity = std::get<IncomingEntity>(items[0]);
+  const auto& ep = std::get<IncomingEpisode>(items[1]);
+  EXPECT_EQ(entity.name, "Marcus Webb");
+  EXPECT_EQ(entity.identifiers, std::vector<std::string>{"marcus@h.example"});
+  EXPECT_EQ(ep.counterparty, "marcus@h.example");
+  EXPECT_EQ(ep.episode.kind, "message_received");
+  EXPECT_EQ(ep.episode.summary, "Marcus Webb: 'Can you confirm by Tuesday?'");
+  EXPECT_EQ(ep.episode.external_id, "m1@h.example");
+  EXPECT_EQ(ep.episode.thread, "m1@h.example");
+  EXPECT_EQ(FormatTime(ep.episode.occurred_at), "2026-12-03T10:00:00Z");
+  // A sender already known keeps the name Cortex has: only the episode.
+  EXPECT_EQ(MailItems("From: Marcus Webb <marcus@h.example>\r\nSubject: x\r\n\r\nhi\r\n",
+                      "message_received", std::nullopt, FromUnixMillis(0),
+                      [](const std::string&) { return true; })
+                .size(),
+            1u);
   // No usable sender: nothing to store.
-  EXPECT_EQ(MailEpisodeLines("Subject: x\r\n\r\nbody\r\n", "message_received", std::nullopt,
-                             FromUnixMillis(0), [](const std::string&) { return false; }),
-            "");
+  EXPECT_TRUE(MailItems("Subject: x\r\n\r\nbody\r\n", "message_received", std::nullopt,
+                        FromUnixMillis(0), [](const std::string&) { return false; })
+                  .empty());
 }
 
-TEST(MailEpisodeLines, TheServersDateComesFirstThenTheHeaderThenNow) {
+TEST(MailItems, TheServersDateComesFirstThenTheHeaderThenNow) {
   auto occurred = [](const std::string& raw, std::optional<TimePoint> internal) {
-    std::string lines =
-        MailEpisodeLines(raw, "message_received", internal, FromUnixMillis(1'000'000'000'000),
-                         [](const std::string&) { return true; });
-    return nlohmann::json::parse(lines)["occurred_at"].get<std::string>();
+    auto items = MailItems(raw, "message_received", internal, FromUnixMillis(1'000'000'000'000),
+                           [](const std::string&) { return true; });
+    return FormatTime(std::get<IncomingEpisode>(items.at(0)).episode.occurred_at);
   };
   std::string dated =
       "From: a@h.example\r\nSubject: x\r\nDate: Thu, 03 Dec 2026 10:00:00 +0000\r\n\r\nhi\r\n";

@@ -1,5 +1,7 @@
 #include "core/text.h"
 
+#include <algorithm>
+
 namespace cortex {
 
 std::string HeaderSafe(std::string_view text) {
@@ -13,6 +15,20 @@ std::string HeaderSafe(std::string_view text) {
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
+}
+
+std::string FirstSentence(std::string_view text) {
+  text = text.substr(0, std::min<size_t>(text.size(), 2000));
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return "";
+  text = text.substr(start);
+  std::string one = HeaderSafe(text.substr(0, text.find_first_of("\r\n")));
+  for (size_t i = 0; i + 1 < one.size(); ++i) {
+    if ((one[i] == '.' || one[i] == '!' || one[i] == '?') && one[i + 1] == ' ') {
+      return one.substr(0, i + 1);
+    }
+  }
+  return one;
 }
 
 std::string MessageIdOf(std::string_view external_id) {

@@ -12,6 +12,9 @@ namespace cortex {
 // a header.
 std::string HeaderSafe(std::string_view text);
 
+// The first sentence of `text` (to . ! or ? and a space, else its first line), one line.
+std::string FirstSentence(std::string_view text);
+
 // A Message-ID as Cortex stores it (external_id, no angle brackets) if `external_id` looks
 // like one ("local@domain", no spaces or brackets inside), else "".
 std::string MessageIdOf(std::string_view external_id);

@@ -18,12 +18,11 @@
 
 namespace cortex {
 
-using nlohmann::json;
-
 namespace {
 
 constexpr size_t kMaxSubjectBytes = 500;  // ingest's limits (docs/ingest.md)
 constexpr size_t kMaxThreadBytes = 200;
+constexpr size_t kMaxSummaryBytes = 300;
 
 // The occurrence's counterparty in normal form, or "" when it has none usable.
 std::string Counterparty(const CalendarOccurrence& o) {
@@ -60,7 +59,7 @@ std::string CalendarSyncReport::Summary() const {
   return out;
 }
 
-std::string CalendarEpisodeLine(const CalendarOccurrence& o, const std::string& source,
+IncomingEpisode CalendarEpisode(const CalendarOccurrence& o, const std::string& source,
                                 int64_t version) {
   std::string title = o.title.empty() ? "(untitled event)" : o.title;
   std::string who = Counterparty(o);
@@ -70,17 +69,18 @@ std::string CalendarEpisodeLine(const CalendarOccurrence& o, const std::string& 
                     : title + " with " + (o.counterparty_name.empty() ? who : o.counterparty_name);
   std::string thread = "cal:" + o.uid;
   if (thread.size() > kMaxThreadBytes) thread = "cal:sha256:" + Sha256Hex(o.uid);
-  json e = {{"type", "episode"},
-            {"kind", Kind(o)},
-            {"occurred_at", FormatTime(o.start)},
-            {"ends_at", FormatTime(o.end)},
-            {"channel", "calendar"},
-            {"subject", Utf8Prefix(o.title, kMaxSubjectBytes)},
-            {"summary", Utf8Prefix(summary, 300)},
-            {"thread", thread},
-            {"external_id", ExternalId(o, source, version)}};
-  if (!who.empty() && !o.focus) e["counterparty"] = who;
-  return DumpJson(e) + "\n";
+  IncomingEpisode ep;
+  Episode& e = ep.episode;
+  e.kind = Kind(o);
+  e.occurred_at = o.start;
+  e.ends_at = o.end;
+  e.channel = "calendar";
+  e.subject = Utf8Prefix(o.title, kMaxSubjectBytes);
+  e.summary = Utf8Prefix(summary, kMaxSummaryBytes);
+  e.thread = thread;
+  e.external_id = ExternalId(o, source, version);
+  if (!o.focus) ep.counterparty = who;
+  return ep;
 }
 
 Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
@@ -163,7 +163,8 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
   }));
 
   // The difference: episodes to add, episodes to retract, the record to keep.
-  std::string jsonl;
+  std::vector<IngestItem> items;  // new attendees first, then the episodes
+  std::vector<IncomingEpisode> episodes;
   struct Added {
     CalendarOccurrenceRow row;
     std::string external_id;
@@ -172,7 +173,6 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
   std::vector<std::pair<std::string, std::string>> retract;  // episode id, reason
   std::vector<CalendarOccurrenceRow> put;
   std::vector<std::string> drop;
-  std::string entities;         // entity lines, ahead of the episodes
   std::set<std::string> named;  // counterparties looked at
   for (const auto& [key, o] : current) {
     std::string fp = Fingerprint(o);
@@ -205,14 +205,12 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
         return e.ok() || e.status().code() == Code::kNotFound ? Status::Ok() : e.status();
       }));
       if (!known) {
-        entities += DumpJson({{"type", "entity"},
-                              {"name", Utf8Prefix(o.counterparty_name, limits::kMaxNameChars)},
-                              {"identifiers", {who}}}) +
-                    "\n";
+        items.push_back(IncomingEntity{
+            Utf8Prefix(o.counterparty_name, limits::kMaxNameChars), "person", {who}, {}});
       }
     }
-    jsonl += CalendarEpisodeLine(o, source, version);
-    added.push_back({{key, "", fp, version, o.start, o.end}, ExternalId(o, source, version)});
+    episodes.push_back(CalendarEpisode(o, source, version));
+    added.push_back({{key, "", fp, version, o.start, o.end}, *episodes.back().episode.external_id});
   }
   for (const auto& [key, row] : stored) {
     if (current.count(key)) continue;
@@ -229,8 +227,8 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
     }
   }
 
-  jsonl = entities + jsonl;
-  auto ingested = IngestJsonl(store, clock, ws->id, jsonl, [&](WriteTx& tx) -> Status {
+  for (IncomingEpisode& e : episodes) items.push_back(std::move(e));
+  auto ingested = IngestItems(store, clock, ws->id, std::move(items), [&](WriteTx& tx) -> Status {
     auto cal = tx.calendar();
     auto episodes = tx.episodes();
     for (const Added& a : added) {

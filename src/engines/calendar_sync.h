@@ -14,6 +14,8 @@
 #include "connectors/ical.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "engines/incoming.h"
+#include "engines/ingest.h"
 #include "store/store.h"
 
 namespace cortex {
@@ -34,8 +36,29 @@ struct CalendarSyncReport {
 Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
                                         const CalendarAccount& account);
 
-// The episode line for one occurrence (version `version` of it, from `source`).
-std::string CalendarEpisodeLine(const CalendarOccurrence& o, const std::string& source,
+// The episode for one occurrence (version `version` of it, from `source`).
+IncomingEpisode CalendarEpisode(const CalendarOccurrence& o, const std::string& source,
                                 int64_t version);
+
+// A calendar account as an incoming source: a pass is SyncCalendar.
+class CalendarSource : public IncomingSource {
+ public:
+  explicit CalendarSource(CalendarAccount account) : account_(std::move(account)) {}
+
+  std::string Name() const override { return "calendar " + account_.Name(); }
+  std::string Kind() const override { return "calendar"; }
+  const std::string& Workspace() const override { return account_.workspace; }
+  std::chrono::seconds PollInterval() const override {
+    return std::chrono::seconds(account_.poll_seconds);
+  }
+  Result<SourcePass> Pass(Store& store, const Clock& clock, const std::atomic<bool>*) override {
+    auto report = SyncCalendar(store, clock, account_);
+    if (!report.ok()) return report.status();
+    return SourcePass{report->Summary(), report->added + report->changed + report->removed > 0};
+  }
+
+ private:
+  const CalendarAccount account_;
+};
 
 }  // namespace cortex

@@ -70,23 +70,9 @@ const JsonSchema& EpisodeSchema() {
   return schema;
 }
 
-// A validated entity line, identifiers normalised.
-struct EntityLine {
-  std::string name;
-  std::string kind;
-  std::vector<std::string> identifiers;
-  std::vector<std::string> tags;
-};
-
-// A validated episode line; the counterparty is resolved when the batch is applied.
-struct EpisodeLine {
-  Episode episode;
-  std::string counterparty;  // normalised identifier or entity id; empty if none
-};
-
 struct Line {
   size_t number;
-  std::variant<EntityLine, EpisodeLine> item;
+  IngestItem item;
 };
 
 Status LineError(size_t n, const std::string& msg) {
@@ -105,6 +91,34 @@ std::string Str(const json& obj, const char* field) {
   return it == obj.end() ? std::string() : it->get<std::string>();
 }
 
+bool IsBlock(const std::string& kind) { return kind == "calendar_block" || kind == "meeting"; }
+
+// A counterparty as a line gives it, in the form IncomingEpisode holds it.
+Result<std::string> CounterpartyRef(const std::string& cp) {
+  if (cp.rfind("entity_", 0) == 0 && cp.find('@') == std::string::npos) {  // not an address
+    if (!IsId(cp, "entity_")) return Status::InvalidArgument("malformed entity id");
+    return cp;
+  }
+  return NormalizeIdentifier(cp);
+}
+
+// What holds of an episode however it came, beyond its fields' own limits: a block has an
+// end after its start, and everything else a counterparty.
+Status CheckEpisode(const IncomingEpisode& ep) {
+  const Episode& e = ep.episode;
+  if (e.ends_at) {
+    if (*e.ends_at <= e.occurred_at) {
+      return Status::InvalidArgument("field 'ends_at': must be after occurred_at");
+    }
+  } else if (IsBlock(e.kind)) {
+    return Status::InvalidArgument("field 'ends_at': required for a " + e.kind);
+  }
+  if (ep.counterparty.empty() && !IsBlock(e.kind)) {
+    return Status::InvalidArgument("field 'counterparty': required for a " + e.kind);
+  }
+  return Status::Ok();
+}
+
 // Line `n`, parsed: checked against the line schemas and turned into what is written.
 Result<Line> ReadLine(size_t n, const json& obj) {
   if (!obj.is_object()) return LineError(n, "expected a JSON object");
@@ -115,7 +129,7 @@ Result<Line> ReadLine(size_t n, const json& obj) {
   if (*type == "entity") {
     Status st = EntitySchema().Validate(obj);
     if (!st.ok()) return LineError(n, st.message());
-    EntityLine e{obj["name"], obj.value("kind", "person"), {}, {}};
+    IncomingEntity e{obj["name"], obj.value("kind", "person"), {}, {}};
     std::set<std::string> seen;
     for (size_t i = 0; i < obj["identifiers"].size(); ++i) {
       auto id = NormalizeIdentifier(obj["identifiers"][i]);
@@ -137,41 +151,120 @@ Result<Line> ReadLine(size_t n, const json& obj) {
   Status st = EpisodeSchema().Validate(obj);
   if (!st.ok()) return LineError(n, st.message());
 
-  EpisodeLine ep;
+  IncomingEpisode ep;
   Episode& e = ep.episode;
   e.kind = obj["kind"];
   auto occurred = FieldTime(obj, "occurred_at");
   if (!occurred.ok()) return LineError(n, occurred.status().message());
   e.occurred_at = *occurred;
-  bool is_block = e.kind == "calendar_block" || e.kind == "meeting";
   if (obj.contains("ends_at")) {
     auto ends = FieldTime(obj, "ends_at");
     if (!ends.ok()) return LineError(n, ends.status().message());
-    if (*ends <= e.occurred_at) return LineError(n, "field 'ends_at': must be after occurred_at");
     e.ends_at = *ends;
-  } else if (is_block) {
-    return LineError(n, "field 'ends_at': required for a " + e.kind);
   }
   std::string cp = Str(obj, "counterparty");
   if (!cp.empty()) {
-    if (cp.rfind("entity_", 0) == 0 && cp.find('@') == std::string::npos) {  // not an address
-      if (!IsId(cp, "entity_")) return LineError(n, "field 'counterparty': malformed entity id");
-      ep.counterparty = cp;
-    } else {
-      auto id = NormalizeIdentifier(cp);
-      if (!id.ok()) return LineError(n, "field 'counterparty': " + id.status().message());
-      ep.counterparty = *id;
-    }
-  } else if (!is_block) {
-    return LineError(n, "field 'counterparty': required for a " + e.kind);
+    auto ref = CounterpartyRef(cp);
+    if (!ref.ok()) return LineError(n, "field 'counterparty': " + ref.status().message());
+    ep.counterparty = std::move(*ref);
   }
-  e.channel = obj.value("channel", is_block ? "calendar" : "email");
+  e.channel = obj.value("channel", IsBlock(e.kind) ? "calendar" : "email");
   e.subject = Str(obj, "subject");
   e.summary = obj["summary"];
   e.body = Str(obj, "body");
   e.thread = Str(obj, "thread");
   if (obj.contains("external_id")) e.external_id = obj["external_id"].get<std::string>();
+  st = CheckEpisode(ep);
+  if (!st.ok()) return LineError(n, st.message());
   return Line{n, std::move(ep)};
+}
+
+// A typed item's fields, checked as the line schemas check a line's: the same limits, in
+// characters; text that is not UTF-8 is refused as a line that is not JSON would be.
+Status CheckText(const std::string& text, const char* field, size_t min_chars, size_t max_chars) {
+  if (!IsValidUtf8(text))
+    return Status::InvalidArgument(std::string("field '") + field + "': not UTF-8");
+  size_t chars = 0;
+  for (char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  if (chars < min_chars || chars > max_chars) {
+    return Status::InvalidArgument(std::string("field '") + field + "': " + std::to_string(chars) +
+                                   " characters, not " + std::to_string(min_chars) + " to " +
+                                   std::to_string(max_chars));
+  }
+  return Status::Ok();
+}
+
+// `s` matches ^[a-z][a-z0-9_-]*$ (with `digit_first`, ^[a-z0-9][a-z0-9_-]*$), at most `max`.
+bool IsLowerWord(const std::string& s, size_t max, bool digit_first) {
+  if (s.empty() || s.size() > max) return false;
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!lower(s[0]) && !(digit_first && digit(s[0]))) return false;
+  for (char c : s) {
+    if (!lower(c) && !digit(c) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+Status CheckIdentifier(const std::string& id, const char* field) {
+  CORTEX_RETURN_IF_ERROR(CheckText(id, field, 1, limits::kMaxIdentifierChars));
+  auto normal = NormalizeIdentifier(id);
+  if (!normal.ok() || *normal != id) {
+    return Status::InvalidArgument(std::string("field '") + field + "': '" + id +
+                                   "' is not in normal form");
+  }
+  return Status::Ok();
+}
+
+Status CheckItem(const IngestItem& item) {
+  if (const auto* entity = std::get_if<IncomingEntity>(&item)) {
+    CORTEX_RETURN_IF_ERROR(CheckText(entity->name, "name", 1, limits::kMaxNameChars));
+    if (entity->kind != "person" && entity->kind != "organization") {
+      return Status::InvalidArgument("field 'kind': must be person or organization");
+    }
+    if (entity->identifiers.empty() || entity->identifiers.size() > 32) {
+      return Status::InvalidArgument("field 'identifiers': 1 to 32 of them");
+    }
+    for (const std::string& id : entity->identifiers) {
+      CORTEX_RETURN_IF_ERROR(CheckIdentifier(id, "identifiers"));
+    }
+    if (entity->tags.size() > limits::kMaxTagsPerEntity) {
+      return Status::InvalidArgument("field 'tags': too many");
+    }
+    for (const std::string& tag : entity->tags) {
+      if (!IsLowerWord(tag, limits::kMaxTagChars, /*digit_first=*/true)) {
+        return Status::InvalidArgument("field 'tags': '" + tag + "' is not a tag");
+      }
+    }
+    return Status::Ok();
+  }
+  const auto& ep = std::get<IncomingEpisode>(item);
+  const Episode& e = ep.episode;
+  if (std::find(kEpisodeKinds.begin(), kEpisodeKinds.end(), e.kind) == kEpisodeKinds.end()) {
+    return Status::InvalidArgument("field 'kind': '" + e.kind + "' is not an episode kind");
+  }
+  // The range ParseTime takes of a line (1970 to 2200).
+  auto in_range = [](TimePoint t) { return ParseTime(FormatTime(t)).ok(); };
+  if (!in_range(e.occurred_at)) return Status::InvalidArgument("field 'occurred_at': out of range");
+  if (e.ends_at && !in_range(*e.ends_at)) {
+    return Status::InvalidArgument("field 'ends_at': out of range");
+  }
+  if (!IsLowerWord(e.channel, 32, /*digit_first=*/false)) {
+    return Status::InvalidArgument("field 'channel': '" + e.channel + "' is not a channel");
+  }
+  CORTEX_RETURN_IF_ERROR(CheckText(e.subject, "subject", 0, limits::kMaxSubjectChars));
+  CORTEX_RETURN_IF_ERROR(CheckText(e.summary, "summary", 1, limits::kMaxSummaryChars));
+  CORTEX_RETURN_IF_ERROR(CheckText(e.body, "body", 0, limits::kMaxBodyChars));
+  CORTEX_RETURN_IF_ERROR(CheckText(e.thread, "thread", 0, 200));
+  if (e.external_id) CORTEX_RETURN_IF_ERROR(CheckText(*e.external_id, "external_id", 1, 200));
+  if (!ep.counterparty.empty()) {
+    auto ref = CounterpartyRef(ep.counterparty);
+    if (!ref.ok() || *ref != ep.counterparty) {
+      return Status::InvalidArgument("field 'counterparty': '" + ep.counterparty +
+                                     "' is neither an entity id nor an identifier in normal form");
+    }
+  }
+  return CheckEpisode(ep);
 }
 
 Status TooManyLines(size_t n) {
@@ -209,9 +302,9 @@ class BatchWriter {
 
   Status Apply(const Line* first, const Line* last) {
     for (const Line* line = first; line != last; ++line) {
-      Status st = std::holds_alternative<EntityLine>(line->item)
-                      ? ApplyEntity(std::get<EntityLine>(line->item))
-                      : ApplyEpisode(std::get<EpisodeLine>(line->item));
+      Status st = std::holds_alternative<IncomingEntity>(line->item)
+                      ? ApplyEntity(std::get<IncomingEntity>(line->item))
+                      : ApplyEpisode(std::get<IncomingEpisode>(line->item));
       // A line's own mistake names the line; a failure of the store (or of storing held
       // decisions, which no one line caused) keeps its code.
       if (!st.ok()) {
@@ -236,7 +329,7 @@ class BatchWriter {
   }
 
  private:
-  Status ApplyEntity(const EntityLine& line) {
+  Status ApplyEntity(const IncomingEntity& line) {
     state_.known.clear();  // the line may rename, tag or add identifiers to a cached entity
     std::optional<Entity> existing;
     for (const std::string& ident : line.identifiers) {
@@ -285,7 +378,7 @@ class BatchWriter {
     return Status::Ok();
   }
 
-  Status ApplyEpisode(const EpisodeLine& line) {
+  Status ApplyEpisode(const IncomingEpisode& line) {
     const std::string& wv = state_.world_version;
     Episode e = line.episode;
     if (e.external_id) {
@@ -488,6 +581,36 @@ Result<IngestReport> IngestObjects(Store& store, const Clock& clock, const std::
     lines.push_back(std::move(*line));
   }
   return WriteLines(store, clock, ws_id, lines, nullptr, control);
+}
+
+Result<IngestReport> IngestItems(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::vector<IngestItem> items,
+                                 const std::function<Status(WriteTx&)>& also) {
+  if (items.size() > limits::kMaxIngestLines) {
+    return Status::InvalidArgument("a batch holds at most " +
+                                   std::to_string(limits::kMaxIngestLines) + " items");
+  }
+  std::vector<Line> lines;
+  lines.reserve(items.size());
+  for (IngestItem& item : items) {
+    const size_t number = lines.size() + 1;
+    Status st = CheckItem(item);
+    if (!st.ok()) {
+      return Status::InvalidArgument("item " + std::to_string(number) + ": " + st.message());
+    }
+    if (auto* entity = std::get_if<IncomingEntity>(&item)) {  // as a line's: once, in order
+      std::set<std::string> seen;
+      std::vector<std::string> unique;
+      for (std::string& id : entity->identifiers) {
+        if (seen.insert(id).second) unique.push_back(std::move(id));
+      }
+      entity->identifiers = std::move(unique);
+      std::set<std::string> tags(entity->tags.begin(), entity->tags.end());
+      entity->tags.assign(tags.begin(), tags.end());
+    }
+    lines.push_back(Line{number, std::move(item)});
+  }
+  return WriteLines(store, clock, ws_id, lines, also, IngestControl{});
 }
 
 }  // namespace cortex

@@ -1,5 +1,7 @@
-// Ingest: JSONL batches of entities and episodes into one workspace's world model.
-// The format is documented in docs/ingest.md. A batch is all or nothing: every line is
+// Ingest: batches of entities and episodes into one workspace's world model. Two doors:
+// JSONL text (cortex ingest, POST /v1/episodes) or parsed JSON lines (episode.ingest), in
+// the format docs/ingest.md documents; and typed items (IngestItems), which the mail and
+// calendar connectors build from what they parsed. A batch is all or nothing: every item is
 // validated first, then the whole batch is written: in one transaction, or a large one in
 // steps that other workspaces' writes go between (Store::WriteInSteps), undone if one fails.
 #pragma once
@@ -8,12 +10,34 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "store/model.h"
 #include "store/store.h"
 
 namespace cortex {
+
+// An entity line, typed: a person or organisation and the identifiers that reach them.
+struct IncomingEntity {
+  std::string name;
+  std::string kind = "person";           // or "organization"
+  std::vector<std::string> identifiers;  // in normal form (NormalizeIdentifier), at least one
+  std::vector<std::string> tags;
+};
+
+// An episode line, typed. Of `episode`, the fields a line carries are read (kind,
+// occurred_at, ends_at, channel, subject, summary, body, thread, external_id); ingest sets
+// the rest. `counterparty` is an identifier in normal form or an entity id; "" for none
+// (allowed for calendar blocks and meetings only).
+struct IncomingEpisode {
+  Episode episode;
+  std::string counterparty;
+};
+
+using IngestItem = std::variant<IncomingEntity, IncomingEpisode>;
 
 struct IngestReport {
   size_t lines = 0;  // non-blank lines read
@@ -66,6 +90,13 @@ Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::st
 // limit on a line's text does not apply; the schemas' limits on each field do.
 Result<IngestReport> IngestObjects(Store& store, const Clock& clock, const std::string& ws_id,
                                    const nlohmann::json& lines, const IngestControl& control);
+// A batch a connector built: the same checks as a line's (an item that breaks one is
+// refused with InvalidArgument "item N: ..." and nothing is written), then written as
+// IngestJsonl writes, with `also` in its last transaction (a connector's cursor). An empty
+// batch is allowed when `also` is given.
+Result<IngestReport> IngestItems(Store& store, const Clock& clock, const std::string& ws_id,
+                                 std::vector<IngestItem> items,
+                                 const std::function<Status(WriteTx&)>& also);
 // Whether `st` is the status of a batch IngestControl::cancelled stopped.
 bool IsIngestCancelled(const Status& st);
 

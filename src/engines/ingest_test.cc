@@ -333,6 +333,91 @@ TEST_F(IngestTest, ParsedLinesIngestAsTheirTextDoes) {
             Code::kInvalidArgument);
 }
 
+// A connector's typed items meet the checks a line meets: a bad one refuses the batch as
+// "item N" and nothing is written, the cursor (`also`) included; good ones land as lines do.
+TEST_F(IngestTest, TypedItemsAreCheckedAsLinesAreAndCommitWithTheCursor) {
+  auto episode = [](std::string counterparty, std::string summary) {
+    IncomingEpisode ep;
+    ep.episode.kind = "message_received";
+    ep.episode.occurred_at = *ParseTime("2026-06-10T08:55:00Z");
+    ep.episode.channel = "email";
+    ep.episode.summary = std::move(summary);
+    ep.episode.external_id = "typed-" + counterparty;
+    ep.counterparty = std::move(counterparty);
+    return ep;
+  };
+  int cursors = 0;
+  auto cursor = [&](WriteTx&) {
+    ++cursors;
+    return Status::Ok();
+  };
+  struct Case {
+    IngestItem item;
+    const char* expected_prefix;
+  };
+  IncomingEpisode block = episode("", "Focus");
+  block.episode.kind = "calendar_block";
+  IncomingEpisode tweet = episode("a@b.example", "x");
+  tweet.episode.kind = "tweet";
+  IncomingEpisode far = episode("a@b.example", "x");
+  far.episode.occurred_at = *ParseTime("2026-06-10T08:55:00Z") + std::chrono::hours(24 * 366 * 200);
+  IncomingEpisode bad_utf8 = episode("a@b.example", "x");
+  bad_utf8.episode.subject = "caf\xC3";
+  const Case cases[] = {
+      {episode("Sarah@Northwind.example", "x"), "item 2: field 'counterparty'"},
+      {episode("a@b.example", ""), "item 2: field 'summary'"},
+      {episode("a@b.example", std::string(limits::kMaxSummaryChars + 1, 'x')),
+       "item 2: field 'summary'"},
+      {episode("", "x"), "item 2: field 'counterparty': required"},
+      {block, "item 2: field 'ends_at': required"},
+      {tweet, "item 2: field 'kind'"},
+      {far, "item 2: field 'occurred_at'"},
+      {bad_utf8, "item 2: field 'subject': not UTF-8"},
+      {IncomingEntity{"", "person", {"x@y.example"}, {}}, "item 2: field 'name'"},
+      {IncomingEntity{"X", "person", {}, {}}, "item 2: field 'identifiers'"},
+      {IncomingEntity{"X", "person", {"x@y.example"}, {"VIP"}}, "item 2: field 'tags'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<IngestItem> items{episode("ok@b.example", "fine"), c.item};
+    auto report = IngestItems(*store_, clock_, ws_.id, std::move(items), cursor);
+    ASSERT_FALSE(report.ok()) << c.expected_prefix;
+    EXPECT_EQ(report.status().message().rfind(c.expected_prefix, 0), 0u)
+        << report.status().message();
+  }
+  EXPECT_EQ(Counts().episodes, 0);
+  EXPECT_EQ(cursors, 0);
+
+  std::vector<IngestItem> items{
+      IncomingEntity{"Sarah Chen",
+                     "person",
+                     {"sarah@northwind.example", "sarah@northwind.example"},
+                     {"vip", "internal", "vip"}},
+      episode("sarah@northwind.example", "Sarah: 'Can we talk?'")};
+  auto report = IngestItems(*store_, clock_, ws_.id, std::move(items), cursor);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->entities_added, 1u);
+  EXPECT_EQ(report->episodes_added, 1u);
+  EXPECT_EQ(report->triaged, 1u);
+  EXPECT_EQ(cursors, 1);
+  Entity sarah;
+  ASSERT_TRUE(store_
+                  ->Read([&](ReadTx& tx) {
+                    auto e = tx.entities().FindByIdentifier(ws_.id, "sarah@northwind.example");
+                    if (!e.ok()) return e.status();
+                    sarah = *e;
+                    return Status::Ok();
+                  })
+                  .ok());
+  EXPECT_EQ(sarah.name, "Sarah Chen");
+  EXPECT_EQ(sarah.identifiers.size(), 1u);
+  EXPECT_EQ(sarah.tags, (std::vector<std::string>{"internal", "vip"}));
+  // Nothing but a cursor to move: allowed, as a connector's pass over an unchanged folder.
+  auto empty = IngestItems(*store_, clock_, ws_.id, {}, cursor);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(cursors, 2);
+  EXPECT_EQ(empty->world_version, report->world_version);
+}
+
 TEST_F(IngestTest, EmptyBatchIsRefused) {
   EXPECT_EQ(IngestJsonl(*store_, clock_, ws_.id, "\n  \n").status().code(), Code::kInvalidArgument);
 }

@@ -10,17 +10,15 @@
 #include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/text.h"
 #include "core/time.h"
 #include "engines/identifiers.h"
 #include "engines/ingest.h"
-#include "engines/outgoing_mail.h"
 #include "engines/tokens.h"
 #include "store/entities.h"
 #include "store/episodes.h"
 
 namespace cortex {
-
-using nlohmann::json;
 
 namespace {
 
@@ -28,7 +26,8 @@ constexpr size_t kBatch = 50;             // messages per transaction
 constexpr size_t kMaxSubjectBytes = 500;  // ingest's limits (docs/ingest.md)
 constexpr size_t kMaxThreadBytes = 200;
 constexpr size_t kMaxExternalIdBytes = 200;
-constexpr size_t kMaxBodyBytes = 16000;  // within a 64 KiB line, escapes included
+constexpr size_t kMaxSummaryBytes = 300;
+constexpr size_t kMaxBodyBytes = limits::kMaxBodyChars;
 
 // A Message-ID, or a digest of the message when it has none (or one too long to keep).
 std::string ExternalId(const ParsedMail& m, const std::string& raw) {
@@ -69,16 +68,16 @@ std::string MailSyncReport::Summary() const {
   return out;
 }
 
-std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
-                             std::optional<TimePoint> internal_date, TimePoint now,
-                             const std::function<bool(const std::string&)>& known_address) {
+std::vector<IngestItem> MailItems(const std::string& raw, const std::string& kind,
+                                  std::optional<TimePoint> internal_date, TimePoint now,
+                                  const std::function<bool(const std::string&)>& known_address) {
   auto parsed = ParseMail(raw);
-  if (!parsed.ok()) return "";
+  if (!parsed.ok()) return {};
   const ParsedMail& m = *parsed;
   bool sent = kind == "message_sent";
   std::string name, address;
   if (sent) {
-    if (m.to.empty()) return "";
+    if (m.to.empty()) return {};
     name = m.to.front().first;
     address = m.to.front().second;
   } else {
@@ -86,19 +85,16 @@ std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
     address = m.from_address;
   }
   auto ident = NormalizeIdentifier(address);
-  if (!ident.ok() || ident->front() == '@' || ident->front() == '+') return "";
-  std::string out;
+  if (!ident.ok() || ident->front() == '@' || ident->front() == '+') return {};
+  std::vector<IngestItem> items;
   if (!name.empty() && !known_address(*ident)) {
-    out += DumpJson({{"type", "entity"},
-                     {"name", Utf8Prefix(name, limits::kMaxNameChars)},
-                     {"identifiers", {*ident}}}) +
-           "\n";
+    items.push_back(
+        IncomingEntity{Utf8Prefix(name, limits::kMaxNameChars), "person", {*ident}, {}});
   }
   std::string who = name.empty() ? *ident : name;
   std::string first = FirstSentence(m.text);
   if (first.empty()) first = m.subject;
   std::string summary = sent ? "To " + who + ": '" + first + "'" : who + ": '" + first + "'";
-  summary = Utf8Prefix(summary, 300);
   std::string body = m.text;
   if (!m.attachments.empty()) {
     std::string names;
@@ -107,28 +103,23 @@ std::string MailEpisodeLines(const std::string& raw, const std::string& kind,
   }
   std::string external_id = ExternalId(m, raw);
   // The server's INTERNALDATE, else the Date header, else now: the first that ingest takes
-  // (ParseTime: 1970 to 2200; a Date of 2226 is a sender's error, not a reason to refuse).
+  // (1970 to 2200; a Date of 2226 is a sender's error, not a reason to refuse the message).
   auto usable = [](const std::optional<TimePoint>& t) {
     return t.has_value() && ParseTime(FormatTime(*t)).ok();
   };
-  TimePoint occurred = usable(internal_date) ? *internal_date : usable(m.date) ? *m.date : now;
-  json e = {{"type", "episode"},
-            {"kind", kind},
-            {"occurred_at", FormatTime(occurred)},
-            {"counterparty", *ident},
-            {"channel", "email"},
-            {"subject", Utf8Prefix(m.subject, kMaxSubjectBytes)},
-            {"summary", summary},
-            {"thread", Thread(m, external_id)},
-            {"external_id", external_id}};
-  size_t limit = kMaxBodyBytes;
-  std::string line;
-  do {
-    e["body"] = Utf8Prefix(body, limit);
-    line = DumpJson(e);
-    limit /= 2;
-  } while (line.size() > limits::kMaxIngestLineBytes && limit > 0);
-  return out + line + "\n";
+  IncomingEpisode ep;
+  Episode& e = ep.episode;
+  e.kind = kind;
+  e.occurred_at = usable(internal_date) ? *internal_date : usable(m.date) ? *m.date : now;
+  e.channel = "email";
+  e.subject = Utf8Prefix(m.subject, kMaxSubjectBytes);
+  e.summary = Utf8Prefix(summary, kMaxSummaryBytes);
+  e.body = Utf8Prefix(body, kMaxBodyBytes);
+  e.thread = Thread(m, external_id);
+  e.external_id = external_id;
+  ep.counterparty = *ident;
+  items.push_back(std::move(ep));
+  return items;
 }
 
 Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapAccount& account,
@@ -202,22 +193,19 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
         if (!found) named.insert(address);
         return found || !st.ok();
       };
-      std::string jsonl;
+      std::vector<IngestItem> items;
       for (size_t k = 0; k < raws.size(); ++k) {
         auto m = meta->find(batch[k]);
-        std::string lines = MailEpisodeLines(
-            raws[k], kind, m == meta->end() ? std::nullopt : m->second.internal_date, clock.Now(),
-            is_known);
-        if (lines.empty()) {
-          ++report.skipped;
-          continue;
-        }
-        jsonl += lines;
+        std::vector<IngestItem> of_one =
+            MailItems(raws[k], kind, m == meta->end() ? std::nullopt : m->second.internal_date,
+                      clock.Now(), is_known);
+        if (of_one.empty()) ++report.skipped;
+        for (IngestItem& item : of_one) items.push_back(std::move(item));
       }
       uint32_t upto = batch.empty() ? after : batch.back();
       if (last) upto = std::max(upto, end_uid);
       std::string next = std::to_string(status->uidvalidity) + " " + std::to_string(upto);
-      auto ingested = IngestJsonl(store, clock, ws->id, jsonl, [&](WriteTx& tx) {
+      auto ingested = IngestItems(store, clock, ws->id, std::move(items), [&](WriteTx& tx) {
         return tx.episodes().SetCursor(ws->id, source, next, clock.Now());
       });
       if (!ingested.ok()) {
@@ -238,6 +226,69 @@ Result<MailSyncReport> SyncMailbox(Store& store, const Clock& clock, const ImapA
     report.per_folder += folder + " " + std::to_string(added_here);
   }
   return report;
+}
+
+namespace {
+constexpr std::chrono::seconds kIdleRetryFirst{1};
+constexpr std::chrono::seconds kIdleRetryMax{300};
+
+std::string IdleFolder(const ImapAccount& account) {
+  return !account.received.empty() ? account.received.front()
+         : !account.sent.empty()   ? account.sent.front()
+                                   : std::string();
+}
+}  // namespace
+
+MailSource::MailSource(ImapAccount account)
+    : account_(std::move(account)),
+      folder_(IdleFolder(account_)),
+      use_idle_(account_.idle && !folder_.empty()) {}
+
+MailSource::~MailSource() = default;
+
+Result<SourcePass> MailSource::Pass(Store& store, const Clock& clock,
+                                    const std::atomic<bool>* stop) {
+  ImapSession session(account_);
+  auto report = SyncMailbox(store, clock, account_, session, stop);
+  if (!report.ok()) return report.status();
+  return SourcePass{report->Summary(), report->added > 0};
+}
+
+void MailSource::Watch() {
+  using Steady = std::chrono::steady_clock;
+  if (!use_idle_ || idle_ || Steady::now() < idle_retry_) return;
+  auto watcher = std::make_unique<ImapIdle>(account_);
+  auto started = watcher->Start(folder_);
+  if (!started.ok()) {
+    ++idle_failures_;
+    auto wait = Backoff(kIdleRetryFirst, idle_failures_ - 1, kIdleRetryMax);
+    idle_retry_ = Steady::now() + wait;
+    spdlog::warn("{} (IDLE, attempt {}; again in {} s)", started.status().message(), idle_failures_,
+                 wait.count());
+  } else if (!*started) {
+    spdlog::info("imap {}: the server offers no IDLE; reading every {} s", account_.Name(),
+                 account_.poll_seconds);
+    use_idle_ = false;
+  } else {
+    spdlog::info("imap {}: watching {} (IDLE)", account_.Name(), folder_);
+    idle_ = std::move(watcher);
+    idle_failures_ = 0;
+  }
+}
+
+void MailSource::WaitForNews(std::chrono::steady_clock::time_point until, StopSignal& stop) {
+  using Steady = std::chrono::steady_clock;
+  if (idle_) {
+    auto news = idle_->Wait(until, stop.flag());
+    if (news.ok()) return;  // new mail, or time for a pass
+    ++idle_failures_;
+    auto wait = Backoff(kIdleRetryFirst, idle_failures_ - 1, kIdleRetryMax);
+    spdlog::warn("{} (again in {} s)", news.status().message(), wait.count());
+    idle_.reset();
+    idle_retry_ = Steady::now() + wait;
+  }
+  if (use_idle_ && !idle_) until = std::min(until, idle_retry_);
+  stop.WaitUntil(until);
 }
 
 }  // namespace cortex

@@ -1,7 +1,5 @@
 #include "engines/outgoing_mail.h"
 
-#include <algorithm>
-
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/text.h"
@@ -20,20 +18,6 @@ std::string Shorten(std::string s, size_t max) {
 }
 
 }  // namespace
-
-std::string FirstSentence(std::string_view text) {
-  text = text.substr(0, std::min<size_t>(text.size(), 2000));
-  size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) return "";
-  text = text.substr(start);
-  std::string one = HeaderSafe(text.substr(0, text.find_first_of("\r\n")));
-  for (size_t i = 0; i + 1 < one.size(); ++i) {
-    if ((one[i] == '.' || one[i] == '!' || one[i] == '?') && one[i + 1] == ' ') {
-      return one.substr(0, i + 1);
-    }
-  }
-  return one;
-}
 
 std::string ReplySubject(std::string_view subject) {
   std::string s = HeaderSafe(subject);

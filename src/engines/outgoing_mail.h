@@ -12,9 +12,6 @@
 
 namespace cortex {
 
-// The first sentence of `text` (to . ! or ? and a space, else its first line), one line.
-std::string FirstSentence(std::string_view text);
-
 // "Re: <subject>", unless `subject` already starts with "Re:" (any case).
 std::string ReplySubject(std::string_view subject);
 
