@@ -1,7 +1,5 @@
 #include "engines/actions.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <set>
 
@@ -22,7 +20,6 @@
 #include "store/entities.h"
 #include "store/episodes.h"
 #include "store/ledger.h"
-#include "store/outbox.h"
 #include "store/rules.h"
 #include "store/trust.h"
 #include "store/workspaces.h"
@@ -36,7 +33,6 @@ namespace {
 constexpr char kClass[] = "communicate";
 constexpr auto kTriageLinkWindow = std::chrono::hours(24 * 7);
 constexpr size_t kMaxContributingEpisodes = 20;
-constexpr int kDueBatch = 100;
 
 std::string Excerpt(const std::string& s, size_t n = 80) {
   std::string one;
@@ -51,34 +47,6 @@ std::string AddressOf(const Entity& who) {
     if (id.find('@') != std::string::npos && id[0] != '@') return id;
   }
   return who.identifiers.empty() ? who.id : who.identifiers.front();
-}
-
-ActionResult Result_(std::string status, const Action& a, std::string message) {
-  ActionResult r;
-  r.status = std::move(status);
-  r.decision_id = a.decision_id;
-  r.action_id = a.id;
-  r.message = std::move(message);
-  r.draft = a.draft;
-  r.level = a.level;
-  return r;
-}
-
-// Ledger and decision bookkeeping for `action` arriving in status `to`.
-Status Record(WriteTx& tx, const Clock& clock, const Action& action, ActionStatus to,
-              const json& provenance, const json& detail) {
-  auto led = AppendLedgerEntry(tx, clock, action.workspace_id, action.id, action.decision_id,
-                               LedgerEventOf(to), provenance, detail);
-  if (!led.ok()) return led.status();
-  return tx.decisions().SetStatus(action.workspace_id, action.decision_id, DecisionStatusOf(to));
-}
-
-// The provenance copied into every ledger entry of an action: what its proposal decided.
-Result<json> ProvenanceOf(WriteTx& tx, const Action& action) {
-  auto entries = tx.ledger().ListForAction(action.workspace_id, action.id);
-  if (!entries.ok()) return entries.status();
-  if (entries->empty()) return Status::Internal("action " + action.id + " has no ledger entry");
-  return entries->front().provenance;
 }
 
 // Who action.communicate writes to, as `to` names them: a known entity, or an address never
@@ -183,18 +151,15 @@ ActionResult ActionResultFromJson(const std::string& text) {
   return r;
 }
 
-Status EnqueueDelivery(WriteTx& tx, const Action& action, TimePoint now) {
-  OutboxItem item;
-  item.id = action.id;
-  item.kind = OutboxKind::kMessage;
-  item.workspace_id = action.workspace_id;
-  item.recipient = action.recipient;
-  item.body = action.draft;
-  item.status = OutboxStatus::kPending;
-  item.attempts = 0;
-  item.next_attempt_at = now;
-  item.created_at = now;
-  return tx.outbox().Insert(item);
+ActionResult ActionResultOf(std::string status, const Action& a, std::string message) {
+  ActionResult r;
+  r.status = std::move(status);
+  r.decision_id = a.decision_id;
+  r.action_id = a.id;
+  r.message = std::move(message);
+  r.draft = a.draft;
+  r.level = a.level;
+  return r;
 }
 
 ActionEngine::ActionEngine(Store& store, const Clock& clock, const ActionConfig& config)
@@ -560,34 +525,36 @@ ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) cons
   if (v.level == 0) {
     ActionResult r;
     if (v.blocked_by != nullptr) {
-      r = Result_("error", action,
-                  "Cortex may not send this to " + name + ": rule '" + v.blocked_by->name +
-                      "' blocks it (" + v.blocked_by->summary +
-                      "). The refusal is recorded as decision " + action.decision_id + ".");
+      r = ActionResultOf("error", action,
+                         "Cortex may not send this to " + name + ": rule '" + v.blocked_by->name +
+                             "' blocks it (" + v.blocked_by->summary +
+                             "). The refusal is recorded as decision " + action.decision_id + ".");
     } else {
-      r = Result_("error", action,
-                  "Cortex may not send messages to " + name +
-                      " (trust level 0: off). The refusal is recorded as decision " +
-                      action.decision_id + ".");
+      r = ActionResultOf("error", action,
+                         "Cortex may not send messages to " + name +
+                             " (trust level 0: off). The refusal is recorded as decision " +
+                             action.decision_id + ".");
     }
     r.error = "trust_insufficient";
     return r;
   }
   if (v.level == 3) {
-    return Result_("success", action,
-                   "Sent on your behalf (trust level 3, autonomous); delivery is under way.");
+    return ActionResultOf(
+        "success", action,
+        "Sent on your behalf (trust level 3, autonomous); delivery is under way.");
   }
   if (v.level == 2) {
-    return Result_(
+    return ActionResultOf(
         "pending_approval", action,
         "Will be sent at " + FormatTime(*action.due_at) +
             " unless rejected (trust level 2, supervised); a person's approval sends it now.");
   }
-  return Result_("pending_approval", action,
-                 "Draft awaiting a person's approval (trust level 1, draft): nothing is sent "
-                 "until they approve it (the inbox, or action.approve with the approve scope); "
-                 "it expires at " +
-                     FormatTime(*action.due_at) + ".");
+  return ActionResultOf(
+      "pending_approval", action,
+      "Draft awaiting a person's approval (trust level 1, draft): nothing is sent "
+      "until they approve it (the inbox, or action.approve with the approve scope); "
+      "it expires at " +
+          FormatTime(*action.due_at) + ".");
 }
 
 Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
@@ -607,132 +574,6 @@ Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
   });
   if (!st.ok()) return st;
   return over;
-}
-
-Result<ActionResult> ActionEngine::Approve(const std::string& ws, const std::string& decision_id,
-                                           const std::optional<std::string>& edited_text,
-                                           const Actor& by) {
-  return EndPending(ws, decision_id, /*approve=*/true, edited_text, by);
-}
-
-Result<ActionResult> ActionEngine::Reject(const std::string& ws, const std::string& decision_id,
-                                          const std::optional<std::string>& reason,
-                                          const Actor& by) {
-  return EndPending(ws, decision_id, /*approve=*/false, reason, by);
-}
-
-Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::string& decision_id,
-                                              bool approve, const std::optional<std::string>& text,
-                                              const Actor& by) {
-  ActionResult result;
-  Status st = store_.Write([&](WriteTx& tx) -> Status {
-    TimePoint now = clock_.Now();
-    auto action = tx.actions().FindByDecision(ws, decision_id);
-    if (!action.ok()) {
-      if (action.status().code() != Code::kNotFound) return action.status();
-      auto d = tx.decisions().Get(ws, decision_id);
-      if (d.ok()) {
-        return Status::Conflict("decision " + decision_id + " is a " +
-                                std::string(Name(d->decision_class)) +
-                                " decision, not a proposed action");
-      }
-      return Status::NotFound("no decision " + decision_id + " in this workspace");
-    }
-    if (action->status != ActionStatus::kPending) {
-      return Status::Conflict(
-          "decision " + decision_id + " is " + std::string(Name(action->status)) +
-          ", not pending: it can no longer be " + (approve ? "approved" : "rejected"));
-    }
-    auto provenance = ProvenanceOf(tx, *action);
-    if (!provenance.ok()) return provenance.status();
-    auto who = tx.entities().Get(ws, action->entity_id);
-    if (!who.ok()) return who.status();
-
-    if (!approve) {
-      CORTEX_RETURN_IF_ERROR(tx.actions().Transition(ws, action->id, ActionStatus::kPending,
-                                                     ActionStatus::kRejected, std::nullopt, now));
-      json detail = json::object();
-      if (text) detail["reason"] = *text;
-      detail["by"] = by.Json();
-      CORTEX_RETURN_IF_ERROR(
-          Record(tx, clock_, *action, ActionStatus::kRejected, *provenance, detail));
-      auto moved = RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id,
-                                   config_.trust, by);
-      if (!moved.ok()) return moved.status();
-      result = Result_("success", *action, "Rejected: nothing will be sent.");
-      if (*moved) result.message += " " + (*moved)->payload_summary;
-      return Status::Ok();
-    }
-
-    bool edited = text.has_value() && *text != action->draft;
-    std::optional<std::string> new_draft;
-    if (edited) new_draft = *text;
-    CORTEX_RETURN_IF_ERROR(tx.actions().Transition(ws, action->id, ActionStatus::kPending,
-                                                   ActionStatus::kExecuted, new_draft, now));
-    json detail = {{"edited", edited}, {"by", by.Json()}};
-    if (edited) {
-      detail["draft_before"] = action->draft;
-      detail["draft"] = *text;
-      action->draft = *text;
-    }
-    auto led = AppendLedgerEntry(tx, clock_, ws, action->id, decision_id, LedgerEvent::kApproved,
-                                 *provenance, detail);
-    if (!led.ok()) return led.status();
-    CORTEX_RETURN_IF_ERROR(Record(tx, clock_, *action, ActionStatus::kExecuted, *provenance,
-                                  {{"by", by.Json()}, {"because", "approved"}}));
-    CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, *action, now));
-    auto moved = RecordApproval(tx, clock_, ws, action->action_class, *who, decision_id, edited,
-                                config_.trust);
-    if (!moved.ok()) return moved.status();
-    result = Result_("success", *action,
-                     std::string("Approved") + (edited ? " with your edits" : "") +
-                         ": sending to " + action->recipient + ".");
-    if (*moved) result.message += " " + (*moved)->payload_summary;
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return result;
-}
-
-Result<int> ActionEngine::ProcessDue(TimePoint now) {
-  std::vector<Action> due;
-  Status st = store_.Read([&](ReadTx& tx) {
-    auto list = tx.actions().Due(now, kDueBatch);
-    if (!list.ok()) return list.status();
-    due = std::move(*list);
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  int handled = 0;
-  for (const Action& a : due) {
-    // Level 2: the undo window passed; level 1: the draft expired.
-    ActionStatus to = a.level == 2 ? ActionStatus::kExecuted : ActionStatus::kExpired;
-    Status one = store_.Write([&](WriteTx& tx) -> Status {
-      Status moved = tx.actions().Transition(a.workspace_id, a.id, ActionStatus::kPending, to,
-                                             std::nullopt, now);
-      if (moved.code() == Code::kConflict) return Status::Ok();  // approved/rejected meanwhile
-      CORTEX_RETURN_IF_ERROR(moved);
-      auto provenance = ProvenanceOf(tx, a);
-      if (!provenance.ok()) return provenance.status();
-      if (to == ActionStatus::kExecuted) {
-        CORTEX_RETURN_IF_ERROR(Record(tx, clock_, a, to, *provenance,
-                                      {{"by", Actor::Engine().Json()},
-                                       {"because", "the undo window passed without a rejection"}}));
-        CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, a, now));
-      } else {
-        CORTEX_RETURN_IF_ERROR(Record(
-            tx, clock_, a, to, *provenance,
-            {{"by", Actor::Engine().Json()}, {"because", "not approved before it expired"}}));
-      }
-      ++handled;
-      return Status::Ok();
-    });
-    if (!one.ok()) {
-      // Keep going: one action that cannot be handled must not hold up the rest.
-      spdlog::warn("due action {}: {}", a.id, one.message());
-    }
-  }
-  return handled;
 }
 
 }  // namespace cortex

@@ -47,6 +47,10 @@ struct ActionResult {
   int retry_after_s = 0;  // quota_exceeded only
 };
 
+// The result `status` ("success", "pending_approval"...) of `a`, with `message`: its ids,
+// draft and level filled in.
+ActionResult ActionResultOf(std::string status, const Action& a, std::string message);
+
 // An ActionResult as JSON text and back, for what keeps one (idempotency keys,
 // elicitations). Parsing throws std::runtime_error on text not written by the first.
 std::string ActionResultJson(const ActionResult& r);
