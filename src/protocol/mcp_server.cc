@@ -10,6 +10,7 @@
 #include "core/limits.h"
 #include "engines/mcp_tasks.h"
 #include "protocol/jsonrpc.h"
+#include "protocol/mcp_parts.h"
 #include "store/sessions.h"
 #include "store/workspaces.h"
 
@@ -20,29 +21,8 @@ using nlohmann::json;
 namespace {
 
 constexpr char kMetaVersion[] = "io.modelcontextprotocol/protocolVersion";
-constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
 constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
-// The 2025-11-25 era's error for a resource that does not exist (2026-07-28: -32602).
-constexpr int kLegacyResourceNotFound = -32002;
-
-// Whether client capabilities `caps` declare elicitation by form: `elicitation: {}` (form,
-// the default mode) or with `form` named.
-bool FormElicitation(const json& caps) {
-  if (!caps.is_object()) return false;
-  auto e = caps.find("elicitation");
-  return e != caps.end() && e->is_object() && (e->empty() || e->contains("form"));
-}
-// The same, of the capabilities a 2026-07-28 request's `_meta` declares (read in place: a
-// call does not copy them).
-bool FormElicitationIn(const json& meta) {
-  if (!meta.is_object()) return false;
-  auto caps = meta.find(kMetaCapabilities);
-  return caps != meta.end() && FormElicitation(*caps);
-}
-// How long a client may cache tools/list and server/discover (the tool set changes only
-// with a new release of the server).
-constexpr int64_t kListTtlMs = 3'600'000;
 
 // The methods we name in metrics and logs; anything else is "other", so that clients
 // cannot mint metric keys.
@@ -69,11 +49,6 @@ const char* MetricMethod(const std::string& m) {
     if (m == k) return k;
   }
   return "other";
-}
-
-bool IsLegacyVersion(const std::string& v) {
-  return std::find(std::begin(kLegacyVersions), std::end(kLegacyVersions), v) !=
-         std::end(kLegacyVersions);
 }
 
 json SupportedVersions() {
@@ -107,23 +82,36 @@ const char* ErrorName(int code) {
   }
 }
 
-// A catalog error (tools/catalog.h) as a JSON-RPC error.
-RpcFailure CatalogFailure(const Status& st) {
-  switch (st.code()) {
-    case Code::kNotFound:
-    case Code::kInvalidArgument:
-      return RpcFailure{{rpc::kInvalidParams, "Invalid params: " + st.message(), {}}};
-    case Code::kUnauthorized:
-      return RpcFailure{{rpc::kInvalidRequest, st.message(), {}}};
-    case Code::kUnavailable:
-      return RpcFailure{
-          {rpc::kInternalError, "Service unavailable: " + st.message() + "; retry", {}}};
-    default:
-      return RpcFailure{{rpc::kInternalError, st.message(), {}}};
-  }
+McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
+  out.disposition = d;
+  out.text_is_structured = false;
+  out.status = d == Disposition::kUnavailable ? "unavailable"
+               : d == Disposition::kLimited   ? "too_many_sessions"
+                                              : ErrorName(error.code);
+  out.body = rpc::MakeError(id, error);
+  return out;
 }
 
-// An error if a request's inputResponses (null: none) is not a map of result objects.
+}  // namespace
+
+// The helpers of mcp_parts.h that are not about headers.
+
+bool FormElicitation(const json& caps) {
+  if (!caps.is_object()) return false;
+  auto e = caps.find("elicitation");
+  return e != caps.end() && e->is_object() && (e->empty() || e->contains("form"));
+}
+bool FormElicitationIn(const json& meta) {
+  if (!meta.is_object()) return false;
+  auto caps = meta.find(kMetaCapabilities);
+  return caps != meta.end() && FormElicitation(*caps);
+}
+
+bool IsLegacyVersion(const std::string& v) {
+  return std::find(std::begin(kLegacyVersions), std::end(kLegacyVersions), v) !=
+         std::end(kLegacyVersions);
+}
+
 std::optional<rpc::Error> BadInputResponses(const json& responses) {
   if (responses.is_null()) return std::nullopt;
   bool ok = responses.is_object();
@@ -135,94 +123,11 @@ std::optional<rpc::Error> BadInputResponses(const json& responses) {
                     {}};
 }
 
-// A string field of `params`, or nullptr.
 const std::string* StringParam(const json& params, const char* name) {
   auto it = params.find(name);
   if (it == params.end() || !it->is_string()) return nullptr;
   return &it->get_ref<const std::string&>();
 }
-
-McpResponse Fail(McpResponse out, const json& id, Disposition d, rpc::Error error) {
-  out.disposition = d;
-  out.text_is_structured = false;
-  out.status = d == Disposition::kUnavailable ? "unavailable"
-               : d == Disposition::kLimited   ? "too_many_sessions"
-                                              : ErrorName(error.code);
-  out.body = rpc::MakeError(id, error);
-  return out;
-}
-
-// Header values may carry non-ASCII text as "=?base64?...?=" (2026-07-28 §Value Encoding).
-std::optional<std::string> DecodeHeaderValue(const std::string& v) {
-  constexpr std::string_view kPrefix = "=?base64?", kSuffix = "?=";
-  if (v.size() >= kPrefix.size() + kSuffix.size() && v.compare(0, kPrefix.size(), kPrefix) == 0 &&
-      v.compare(v.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
-    std::string decoded;
-    if (!Base64Decode(
-            std::string_view(v).substr(kPrefix.size(), v.size() - kPrefix.size() - kSuffix.size()),
-            &decoded)) {
-      return std::nullopt;
-    }
-    return decoded;
-  }
-  // A plain value is visible ASCII, space or tab (RFC 9110, as the spec requires); anything
-  // else, UTF-8 included, must come base64-encoded.
-  for (unsigned char c : v) {
-    if ((c < 0x20 && c != '\t') || c >= 0x7f) return std::nullopt;
-  }
-  return v;
-}
-
-rpc::Error HeaderMismatch(std::string msg) {
-  return rpc::Error{rpc::kHeaderMismatch, "Header mismatch: " + std::move(msg), {}};
-}
-
-// Checks the Mcp-Method and Mcp-Name headers of an HTTP request against its body. A
-// stateless-era request must carry them (`required`); a session-era one need not, but any it
-// carries must match as well, since the HTTP layer routes by them (HttpRouter::MayWrite).
-std::optional<rpc::Error> CheckMethodHeaders(const McpRequest& req, const std::string& method,
-                                             const json& params, bool required) {
-  if (!req.method_header) {
-    if (required) return HeaderMismatch("Mcp-Method header is required");
-  } else if (*req.method_header != method) {
-    return HeaderMismatch("Mcp-Method header value '" + *req.method_header +
-                          "' does not match body value '" + method + "'");
-  }
-  const char* name_field =
-      method == "tools/call" || method == "prompts/get"                               ? "name"
-      : method == "resources/read"                                                    ? "uri"
-      : method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel" ? "taskId"
-                                                                                      : nullptr;
-  if (name_field == nullptr) return std::nullopt;
-  if (!req.name_header) {
-    if (required) return HeaderMismatch("Mcp-Name header is required");
-    return std::nullopt;
-  }
-  auto decoded = DecodeHeaderValue(*req.name_header);
-  if (!decoded) return HeaderMismatch("Mcp-Name header value is malformed");
-  auto body_name = params.find(name_field);
-  if (body_name == params.end() || !body_name->is_string() || *body_name != *decoded) {
-    return HeaderMismatch(
-        "Mcp-Name header value '" + *decoded + "' does not match body value " +
-        (body_name == params.end() ? std::string("(absent)") : body_name->dump()));
-  }
-  return std::nullopt;
-}
-
-// Checks the Mcp-* headers of a stateless-era HTTP request against its body.
-std::optional<rpc::Error> CheckHeaders(const McpRequest& req, const std::string& version,
-                                       const std::string& method, const json& params) {
-  if (!req.protocol_version_header) {
-    return HeaderMismatch("MCP-Protocol-Version header is required");
-  }
-  if (*req.protocol_version_header != version) {
-    return HeaderMismatch("MCP-Protocol-Version header value '" + *req.protocol_version_header +
-                          "' does not match body value '" + version + "'");
-  }
-  return CheckMethodHeaders(req, method, params, /*required=*/true);
-}
-
-}  // namespace
 
 McpServer::McpServer(const ToolRegistry& tools, Store& store, const Clock& clock, ServerInfo info,
                      QuotaLimits quotas)
@@ -535,65 +440,6 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   return out;
 }
 
-std::variant<json, RpcFailure> McpServer::Initialize(const json& params, const AuthContext& auth,
-                                                     McpTransport transport, McpResponse& out) {
-  std::string requested = params["protocolVersion"];
-  // Version negotiation: echo a version we speak, else offer our newest session-era one.
-  std::string version = IsLegacyVersion(requested) ? requested : kLegacyVersions[0];
-  std::string session_id = RandomHex(16);
-  if (transport == McpTransport::kHttp) {
-    TimePoint now = clock_.Now();
-    // Which cap is full, if one is: each is a bound of its own (limits.h).
-    const char* full = nullptr;
-    size_t cap = 0;
-    Status st = store_.Write([&](WriteTx& tx) -> Status {
-      // Idle sessions are swept by the background loop (app.cc); here they just don't count.
-      auto n = tx.sessions().CountFor(now - limits::kSessionIdleExpiry, auth.workspace_id,
-                                      auth.token_id);
-      if (!n.ok()) return n.status();
-      const SessionLimits& lim = session_limits_;
-      if (!auth.token_id.empty() && n->token >= static_cast<int64_t>(lim.per_token)) {
-        full = "this token", cap = lim.per_token;
-      } else if (n->workspace >= static_cast<int64_t>(lim.per_workspace)) {
-        full = "this workspace", cap = lim.per_workspace;
-      } else if (n->total >= static_cast<int64_t>(lim.total)) {
-        full = "the server", cap = lim.total;
-      }
-      if (full != nullptr) return Status::Ok();
-      bool elicits = FormElicitation(params.value("capabilities", json::object()));
-      return tx.sessions().Insert(McpSession{session_id, auth.workspace_id, now, now, elicits, ""},
-                                  auth.token_id);
-    });
-    if (!st.ok()) {
-      spdlog::warn("opening a session: {}", st.message());
-      return RpcFailure{
-          {rpc::kInternalError, "Service unavailable: no session can be opened now; retry", {}},
-          Disposition::kUnavailable};
-    }
-    if (full != nullptr) {
-      std::string message = std::string("Too many open sessions for ") + full + " (at most " +
-                            std::to_string(cap) +
-                            "): end sessions you no longer use (DELETE /mcp), or wait for idle "
-                            "ones to expire (after 24 h unused)";
-      // The server's own cap is everyone's: retry later. A workspace's or token's is the
-      // caller's to free.
-      bool everyone = std::string_view(full) == "the server";
-      return RpcFailure{{rpc::kInternalError, std::move(message), {}},
-                        everyone ? Disposition::kUnavailable : Disposition::kLimited};
-    }
-  }
-  out.new_session_id = session_id;
-  json caps = Capabilities(transport == McpTransport::kHttp);
-  // 2025-11-25 tasks: a tools/call may ask for one (a draft waiting for approval is one).
-  caps["tasks"] = {{"cancel", json::object()},
-                   {"requests", {{"tools", {{"call", json::object()}}}}}};
-  json result = {{"protocolVersion", version},
-                 {"capabilities", std::move(caps)},
-                 {"serverInfo", server_info_}};
-  if (!info_.instructions.empty()) result["instructions"] = info_.instructions;
-  return result;
-}
-
 std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const AuthContext& auth,
                                                    McpResponse& out, bool modern,
                                                    bool session_elicits, int log_threshold,
@@ -693,320 +539,12 @@ std::variant<json, RpcFailure> McpServer::CallTool(const json& params, const Aut
   return std::move(reply).ToCallToolResult();
 }
 
-json McpServer::Capabilities(bool subscribe) const {
-  json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
-  const Catalog& catalog = tools_.catalog();
-  if (catalog.has_resources()) {
-    caps["resources"] = {{"subscribe", subscribe}, {"listChanged", false}};
-  }
-  if (catalog.has_prompts()) caps["prompts"] = {{"listChanged", false}};
-  if (catalog.has_resources() || catalog.has_prompts()) caps["completions"] = json::object();
-  return caps;
-}
-
-std::variant<json, RpcFailure> McpServer::Subscription(const McpRequest& req,
-                                                       const std::string& method,
-                                                       const json& params) {
-  const std::string* uri = StringParam(params, "uri");
-  if (uri == nullptr) {
-    return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
-  }
-  TimePoint now = clock_.Now();
-  bool subscribe = method == "resources/subscribe";
-  if (subscribe && !tools_.catalog().Matches(*uri)) {
-    return RpcFailure{{kLegacyResourceNotFound,
-                       "Resource not found",
-                       {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
-  }
-  bool full = false, found = true;
-  Status st = store_.Write([&](WriteTx& tx) -> Status {
-    if (!subscribe) return tx.sessions().Unsubscribe(*req.session_id, *uri);
-    auto subs = tx.sessions().Subscriptions(*req.session_id);
-    if (!subs.ok()) return subs.status();
-    if (std::find(subs->begin(), subs->end(), *uri) != subs->end()) return Status::Ok();
-    if (subs->size() >= limits::kMaxSubscriptionsPerSession) {
-      full = true;
-      return Status::Ok();
-    }
-    auto added = tx.sessions().Subscribe(req.auth->workspace_id, *req.session_id, *uri, now);
-    if (!added.ok()) return added.status();
-    found = *added;
-    return Status::Ok();
-  });
-  if (!st.ok()) {
-    spdlog::warn("{}: {}", method, st.message());
-    return RpcFailure{{rpc::kInternalError, "Service unavailable: retry", {}},
-                      Disposition::kUnavailable};
-  }
-  if (!found) {
-    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
-                      Disposition::kUnknownSession};
-  }
-  if (full) {
-    return RpcFailure{{rpc::kInvalidParams,
-                       "Invalid params: at most " +
-                           std::to_string(limits::kMaxSubscriptionsPerSession) +
-                           " subscriptions per session; unsubscribe from one first",
-                       {}}};
-  }
-  return json::object();
-}
-
-std::optional<std::string> McpServer::SessionStreamNext(const std::string& id, std::string& state) {
-  auto session = LiveSession(id);
-  // A store that cannot answer keeps the stream: it will ask again at the next poll.
-  if (!session.ok()) return std::string();
-  if (!session->has_value()) return std::nullopt;
-  std::vector<std::string> uris;
-  Status st = store_.Read([&](ReadTx& tx) -> Status {
-    auto subs = tx.sessions().Subscriptions(id);
-    if (!subs.ok()) return subs.status();
-    uris = std::move(*subs);
-    return Status::Ok();
-  });
-  if (!st.ok() || (uris.empty() && state.empty())) return std::string();
-  return ResourceChanges((*session)->workspace_id, uris, state, nullptr);
-}
-
-std::string McpServer::ResourceChanges(const std::string& ws, const std::vector<std::string>& uris,
-                                       std::string& state, const json& subscription_id) {
-  json before = state.empty() ? json::object() : json::parse(state, nullptr, false);
-  if (!before.is_object()) before = json::object();
-  json after = json::object();
-  AuthContext reader{ws, "", "", kScopeRead};
-  // Not while a large ingest batch of the workspace lands: asked again at the next poll.
-  auto pass = store_.TryEnterWorkspace(reader.workspace_id);
-  if (!pass) return std::string();
-  std::string events;
-  for (const std::string& uri : uris) {
-    std::string trace = NewId("trc_", clock_);
-    ToolContext ctx{reader, store_, clock_, trace, nullptr, [](json) {}};
-    auto read = tools_.catalog().Read(uri, ctx);
-    if (!read.ok()) {
-      // Not found, or the store cannot answer now: unchanged until it reads again.
-      if (before.contains(uri)) after[uri] = before[uri];
-      continue;
-    }
-    // The digest of what a reader sees, less the moment it was read ("as_of").
-    std::string seen;
-    for (json& c : *read) {
-      if (c.contains("text") && c["text"].is_string()) {
-        json body = json::parse(c["text"].get<std::string>(), nullptr, false);
-        if (body.is_object()) body.erase("as_of");
-        seen += body.dump();
-      } else {
-        seen += c.dump();
-      }
-    }
-    std::string digest = Sha256Hex(seen);
-    after[uri] = digest;
-    if (before.contains(uri) && before[uri] != digest) {
-      json params = {{"uri", uri}};
-      if (!subscription_id.is_null()) {
-        params["_meta"] = {{"io.modelcontextprotocol/subscriptionId", subscription_id}};
-      }
-      json note = {{"jsonrpc", "2.0"},
-                   {"method", "notifications/resources/updated"},
-                   {"params", std::move(params)}};
-      events += "event: message\ndata: " + note.dump() + "\n\n";
-    }
-  }
-  state = after.dump();
-  return events;
-}
-
-std::variant<json, RpcFailure> McpServer::SetLogLevel(const McpRequest& req, const json& params) {
-  const std::string* level = StringParam(params, "level");
-  if (level == nullptr || LogLevelIndex(*level) < 0) {
-    return RpcFailure{{rpc::kInvalidParams,
-                       "Invalid params: level must be one of debug, info, notice, warning, "
-                       "error, critical, alert, emergency",
-                       {}}};
-  }
-  if (req.transport == McpTransport::kStdio) {
-    std::lock_guard<std::mutex> lock(stdio_mu_);
-    stdio_log_level_ = *level;
-    return json::object();
-  }
-  Status st = store_.Write([&](WriteTx& tx) -> Status {
-    auto set = tx.sessions().SetLogLevel(req.auth->workspace_id, *req.session_id, *level);
-    if (!set.ok()) return set.status();
-    return *set ? Status::Ok() : Status::NotFound("Session not found");
-  });
-  if (st.code() == Code::kNotFound) {
-    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
-                      Disposition::kUnknownSession};
-  }
-  if (!st.ok()) {
-    spdlog::warn("logging/setLevel: {}", st.message());
-    return RpcFailure{
-        {rpc::kInternalError, "Service unavailable: the level cannot be kept now; retry", {}},
-        Disposition::kUnavailable};
-  }
-  return json::object();
-}
-
-std::optional<std::variant<json, RpcFailure>> McpServer::CatalogMethod(const std::string& method,
-                                                                       const json& params,
-                                                                       const AuthContext& auth,
-                                                                       McpResponse& out,
-                                                                       bool modern) {
-  const Catalog& catalog = tools_.catalog();
-  // List results hold no user data and change only with a release (2026-07-28 caching).
-  auto cacheable = [modern](json result) {
-    if (modern) {
-      result["ttlMs"] = kListTtlMs;
-      result["cacheScope"] = "public";
-    }
-    return result;
-  };
-  bool is_list = method == "resources/list" || method == "resources/templates/list" ||
-                 method == "prompts/list";
-  if (is_list && params.contains("cursor")) {
-    return RpcFailure{{rpc::kInvalidParams, "Invalid params: unknown cursor", {}}};
-  }
-  if (method == "resources/list") return cacheable({{"resources", catalog.ResourcesJson()}});
-  if (method == "resources/templates/list") {
-    return cacheable({{"resourceTemplates", catalog.TemplatesJson()}});
-  }
-  if (method == "prompts/list") return cacheable({{"prompts", catalog.PromptsJson()}});
-  if (method != "resources/read" && method != "prompts/get" && method != "completion/complete") {
-    return std::nullopt;
-  }
-  // As a tool call: never part of a large ingest batch (Store::EnterWorkspace).
-  WorkspaceGate::Pass pass = store_.EnterWorkspace(auth.workspace_id);
-  ToolContext ctx{
-      auth, store_, clock_, out.trace_id, params.value("_meta", json(nullptr)), [&out](json n) {
-        out.notifications.push_back(std::move(n));
-      }};
-  if (modern) {  // a prompt, like a tool, may ask the client for input first
-    ctx.client_elicits = FormElicitationIn(ctx.meta);
-    ctx.input_responses = params.value("inputResponses", json(nullptr));
-    if (auto bad = BadInputResponses(ctx.input_responses)) return RpcFailure{*bad};
-    if (params.contains("requestState") && params["requestState"].is_string()) {
-      ctx.request_state = params["requestState"];
-    }
-  }
-  if (method == "resources/read") {
-    const std::string* uri = StringParam(params, "uri");
-    if (uri == nullptr) {
-      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"uri\" must be a string", {}}};
-    }
-    auto read = catalog.Read(*uri, ctx);
-    if (read.status().code() == Code::kNotFound) {
-      out.status = "resource_not_found";
-      return RpcFailure{{modern ? rpc::kInvalidParams : kLegacyResourceNotFound,
-                         "Resource not found",
-                         {{"uri", Utf8Prefix(*uri, limits::kMaxResourceUriChars)}}}};
-    }
-    if (!read.ok()) return CatalogFailure(read.status());
-    json result = {{"contents", std::move(*read)}};
-    if (modern) {
-      // The caller's own data, as of now.
-      result["ttlMs"] = 0;
-      result["cacheScope"] = "private";
-    }
-    return result;
-  }
-  if (method == "prompts/get") {
-    const std::string* name = StringParam(params, "name");
-    if (name == nullptr) {
-      return RpcFailure{{rpc::kInvalidParams, "Invalid params: \"name\" must be a string", {}}};
-    }
-    auto got = catalog.GetPrompt(*name, params.value("arguments", json(nullptr)), ctx);
-    if (!got.ok()) return CatalogFailure(got.status());
-    return std::move(*got);
-  }
-  // completion/complete
-  auto ref = params.find("ref");
-  auto argument = params.find("argument");
-  if (ref == params.end() || argument == params.end() || !argument->is_object() ||
-      StringParam(*argument, "name") == nullptr || StringParam(*argument, "value") == nullptr) {
-    return RpcFailure{{rpc::kInvalidParams,
-                       "Invalid params: \"ref\" and \"argument\" {name, value} are required",
-                       {}}};
-  }
-  const std::string& value = *StringParam(*argument, "value");
-  if (value.size() > limits::kMaxResourceUriChars) {
-    return RpcFailure{{rpc::kInvalidParams, "Invalid params: argument value too long", {}}};
-  }
-  Arguments context;
-  if (auto c = params.find("context"); c != params.end() && c->is_object()) {
-    if (auto a = c->find("arguments"); a != c->end() && a->is_object()) {
-      for (const auto& [k, v] : a->items()) {
-        if (v.is_string()) context[k] = v.get<std::string>();
-      }
-    }
-  }
-  auto completed = catalog.Complete(*ref, *StringParam(*argument, "name"), value, context, ctx);
-  if (!completed.ok()) return CatalogFailure(completed.status());
-  return json{{"completion", std::move(*completed)}};
-}
-
-Result<std::optional<McpSession>> McpServer::LiveSession(const std::string& id) {
-  std::optional<McpSession> session;
-  Status st = store_.Read([&](ReadTx& tx) -> Status {
-    auto found = tx.sessions().Get(id);
-    if (!found.ok()) return found.status();
-    session = std::move(*found);
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  if (session && clock_.Now() - session->last_used > limits::kSessionIdleExpiry) {
-    session.reset();  // expired; the background sweep deletes it
-  }
-  return session;
-}
-
 bool McpServer::ToolCallMayCallOut(const std::string* name_header) const {
   if (name_header != nullptr) {
     std::optional<std::string> name = DecodeHeaderValue(*name_header);
     if (name && tools_.Has(*name)) return tools_.CallsOut(*name);
   }
   return tools_.AnyCallsOut();
-}
-
-Result<bool> McpServer::SessionExists(const std::string& id, const AuthContext& auth,
-                                      McpSession* found) {
-  auto session = LiveSession(id);
-  if (!session.ok()) return session.status();
-  if (!*session || (*session)->workspace_id != auth.workspace_id) return false;
-  if (found != nullptr) *found = **session;
-  // Refreshing last_used on every message would make every read a write; a minute's
-  // precision is plenty for a 24-hour idle expiry.
-  TimePoint now = clock_.Now();
-  if (now - (*session)->last_used >= limits::kSessionTouchInterval) {
-    // Bookkeeping: a touch lost to a database crash costs a minute of idle time at most.
-    CORTEX_RETURN_IF_ERROR(store_.Write([&](WriteTx& tx) { return tx.sessions().Touch(id, now); },
-                                        Store::Durability::kRelaxed));
-  }
-  return true;
-}
-
-Result<bool> McpServer::EndSession(const std::string& id, const AuthContext& auth) {
-  bool deleted = false;
-  Status st = store_.Write([&](WriteTx& tx) -> Status {
-    auto gone = tx.sessions().Delete(auth.workspace_id, id);
-    if (!gone.ok()) return gone.status();
-    deleted = *gone;
-    return Status::Ok();
-  });
-  if (!st.ok()) return st;
-  return deleted;
-}
-
-bool McpServer::OpenStream(const std::string& id) {
-  std::lock_guard<std::mutex> lock(streams_mu_);
-  size_t& n = streams_[id];
-  if (n >= limits::kMaxStreamsPerSession) return false;
-  ++n;
-  return true;
-}
-
-void McpServer::CloseStream(const std::string& id) {
-  std::lock_guard<std::mutex> lock(streams_mu_);
-  auto it = streams_.find(id);
-  if (it != streams_.end() && --it->second == 0) streams_.erase(it);
 }
 
 std::string DumpBody(const McpResponse& response) {
@@ -1026,12 +564,6 @@ std::string DumpBody(const McpResponse& response) {
     }
   }
   return DumpJson(body);
-}
-
-bool McpServer::HasSession(const std::string& id) {
-  auto session = LiveSession(id);
-  // A store that cannot answer keeps the stream: it will ask again at the next keep-alive.
-  return !session.ok() || session->has_value();
 }
 
 }  // namespace cortex

@@ -9,6 +9,7 @@
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_text.h"
+#include "protocol/mcp_parts.h"
 #include "protocol/mcp_server.h"
 #include "tools/action_tools.h"
 
@@ -16,8 +17,6 @@ namespace cortex {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr char kMetaCapabilities[] = "io.modelcontextprotocol/clientCapabilities";
 
 constexpr std::string_view kTaskStream = "task:";  // "task:<ws> <task id> <rpc id, JSON>"
 
