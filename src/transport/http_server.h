@@ -1,5 +1,5 @@
 // The HTTP transport: Boost.Beast sockets around HttpRouter. Beast stays inside
-// http_server.cc; nothing else in the tree includes it.
+// http_connection.cc; nothing else in the tree includes it.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +41,7 @@ class HttpServer {
   // Starts the graceful stop from any thread.
   void Stop();
 
-  struct Impl;  // the Beast state, defined in http_server.cc
+  struct Impl;  // the server's state: transport/http_server_impl.h
 
  private:
   std::unique_ptr<Impl> impl_;
