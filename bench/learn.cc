@@ -25,9 +25,9 @@
 
 #include "core/clock.h"
 #include "core/time.h"
-#include "engines/ingest.h"
-#include "engines/learning.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
+#include "engines/learning/learning.h"
+#include "engines/world/ingest.h"
 #include "store/episodes.h"
 #include "store/store.h"
 #include "testing/planted_world.h"

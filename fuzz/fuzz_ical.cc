@@ -9,7 +9,7 @@
 
 #include "connectors/caldav.h"
 #include "connectors/ical.h"
-#include "engines/calendar_sync.h"
+#include "engines/sync/calendar_sync.h"
 #include "fuzz/fuzz_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "connectors/mime.h"
-#include "engines/mail_sync.h"
+#include "engines/sync/mail_sync.h"
 #include "fuzz/fuzz_store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

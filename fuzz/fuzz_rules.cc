@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engines/rules.h"
+#include "engines/triage/rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cortex;

@@ -11,10 +11,10 @@
 
 #include "core/clock.h"
 #include "core/time.h"
-#include "engines/demo_world.h"
-#include "engines/ingest.h"
-#include "engines/rules.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
+#include "engines/triage/rules.h"
+#include "engines/world/demo_world.h"
+#include "engines/world/ingest.h"
 #include "store/store.h"
 
 namespace cortex::fuzz {

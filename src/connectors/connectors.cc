@@ -17,7 +17,7 @@ namespace cortex {
 std::string DeliveryBody(const OutboxItem& item) {
   switch (item.kind) {
     case OutboxKind::kEvent:
-      return item.body;  // already the event's JSON (engines/pushes.h)
+      return item.body;  // already the event's JSON (engines/delivery/pushes.h)
     case OutboxKind::kDigest:
       return DumpJson({{"type", "digest"},
                        {"digest_id", item.id},

@@ -4,8 +4,8 @@
 
 #include "core/text.h"
 #include "core/time.h"
-#include "engines/mail_sync.h"
-#include "engines/outgoing_mail.h"
+#include "engines/delivery/outgoing_mail.h"
+#include "engines/sync/mail_sync.h"
 
 namespace cortex {
 namespace {

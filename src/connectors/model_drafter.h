@@ -1,6 +1,6 @@
 // The optional model drafter: an OpenAI-compatible chat-completions endpoint rewrites the
 // message in the requested tone. Each call spends one inference unit of the workspace's
-// daily budget (engines/actions.cc keeps the count).
+// daily budget (engines/actions/actions.cc keeps the count).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// The engines' configuration, read from a TOML file (`--config FILE`). Every setting has a
-// default; docs/configuration.md lists them.
+// The engines' configuration: every setting has a default (docs/configuration.md lists
+// them). Read from a TOML file (`--config FILE`) by config_file.h, at the top of the tree.
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@
 #include "connectors/connector.h"
 #include "connectors/imap.h"
 #include "core/limits.h"
-#include "engines/actions.h"
-#include "engines/learning.h"
+#include "engines/actions/actions.h"
+#include "engines/learning/learning.h"
 
 namespace cortex {
 
@@ -23,8 +23,8 @@ struct EngineConfig {
     none.connector = "";
     return none;
   }();
-  HttpLimits http;                // cortex serve only
-  std::vector<ImapAccount> imap;  // [[connectors.imap]]: mailboxes read by sync and serve
+  HttpLimits http;                         // cortex serve only
+  std::vector<ImapAccount> imap;           // [[connectors.imap]]: mailboxes read by sync and serve
   std::vector<CalendarAccount> calendars;  // [[connectors.calendar]]: likewise, calendars
   // The learner while serving ([learning], docs/learning.md): a pass for a workspace once
   // its world has been still for `settle_seconds` after a change, and every
@@ -36,14 +36,5 @@ struct EngineConfig {
   } learning_serve;
   LearningConfig learning;
 };
-
-// Reads `path`; an empty path gives the defaults. InvalidArgument names the bad key.
-Result<EngineConfig> LoadConfig(const std::string& path);
-
-// A secret given inline, in a file (`file`, trailing newline dropped) or in an environment
-// variable (`env`): at most one of them. `key` names it in errors, which never hold the
-// secret itself.
-Result<std::string> ReadSecret(const std::string& key, const std::string& inline_value,
-                               const std::string& file, const std::string& env);
 
 }  // namespace cortex

@@ -17,7 +17,7 @@
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_text.h"
-#include "engines/elicitation.h"
+#include "engines/actions/elicitation.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
 #include "store/mcp_calls.h"

@@ -1,4 +1,4 @@
-// A 2025-11-25 session's tools/call that asks the user first (engines/elicitation.h): the
+// A 2025-11-25 session's tools/call that asks the user first (engines/actions/elicitation.h): the
 // tool's input-required result becomes an elicitation/create request sent on the call's
 // own event stream, which stays open until the client's response (POSTed to any instance)
 // has been applied or the form expired, and then carries the call's result. What links
@@ -7,7 +7,7 @@
 
 #include "core/ids.h"
 #include "core/json_text.h"
-#include "engines/elicitation.h"
+#include "engines/actions/elicitation.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
 #include "tools/action_tools.h"

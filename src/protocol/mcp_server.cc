@@ -8,7 +8,7 @@
 #include "core/ids.h"
 #include "core/json_text.h"
 #include "core/limits.h"
-#include "engines/mcp_tasks.h"
+#include "engines/tasks/approval_tasks.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_parts.h"
 #include "store/sessions.h"

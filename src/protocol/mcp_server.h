@@ -23,10 +23,10 @@
 
 #include "core/clock.h"
 #include "core/limits.h"
-#include "engines/actions.h"
-#include "engines/quotas.h"
-#include "engines/task_runner.h"
-#include "engines/tokens.h"
+#include "engines/actions/actions.h"
+#include "engines/auth/quotas.h"
+#include "engines/auth/tokens.h"
+#include "engines/tasks/task_runner.h"
 #include "protocol/jsonrpc.h"
 #include "store/store.h"
 #include "tools/registry.h"
@@ -127,7 +127,7 @@ class McpServer {
   // Set before the first Handle() (not synchronized).
   void SetActionConfig(const ActionConfig& config) { actions_ = config; }
 
-  // The runner of tools that support tasks (engines/task_runner.h); null: such tools
+  // The runner of tools that support tasks (engines/tasks/task_runner.h); null: such tools
   // answer at once (and one that requires a task is refused). Set before the first
   // Handle() (not synchronized).
   void SetTaskRunner(TaskRunner* runner) { runner_ = runner; }

@@ -8,7 +8,7 @@
 
 #include "core/json_text.h"
 #include "core/time.h"
-#include "engines/ingest.h"
+#include "engines/world/ingest.h"
 #include "protocol/jsonrpc.h"
 #include "testing/temp_store.h"
 #include "tools/cortex_tools.h"

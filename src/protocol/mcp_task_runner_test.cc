@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "core/time.h"
-#include "engines/task_runner.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
+#include "engines/tasks/task_runner.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
 #include "testing/temp_store.h"

@@ -1,14 +1,13 @@
-// Tasks on the 2026-07-28 wire (engines/mcp_tasks.h): the CreateTaskResult a tools/call
+// Tasks on the 2026-07-28 wire (engines/tasks/approval_tasks.h): the CreateTaskResult a tools/call
 // answers with, and tasks/get, tasks/update and tasks/cancel. Only for a request whose
 // client capabilities declare the extension; every task call is the caller's workspace's
 // (another workspace's task id is not found: -32602, as an unknown one).
-#include "engines/mcp_tasks.h"
-
 #include <spdlog/spdlog.h>
 
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/json_text.h"
+#include "engines/tasks/approval_tasks.h"
 #include "protocol/mcp_parts.h"
 #include "protocol/mcp_server.h"
 #include "tools/action_tools.h"

@@ -15,7 +15,7 @@ namespace cortex {
 // What an action.communicate call with an idempotency key got the first time.
 struct IdempotentCall {
   std::string args_hash;    // SHA-256 of its arguments
-  std::string result_json;  // its result (engines/idempotency.h)
+  std::string result_json;  // its result (engines/actions/idempotency.h)
 };
 
 class ActionsReader {

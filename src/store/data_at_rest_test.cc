@@ -18,7 +18,7 @@
 
 #include "core/crypto.h"
 #include "core/time.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
 #include "protocol/mcp_server.h"
 #include "store/sessions.h"
 #include "store/sqlite_conn.h"

@@ -1,5 +1,5 @@
 // The ledger area: the append-only, hash-chained action ledger (docs/ledger.md), and its
-// anchor on the workspace row. Hashing is the ledger engine's (engines/ledger.h).
+// anchor on the workspace row. Hashing is the ledger engine's (engines/actions/ledger.h).
 #pragma once
 
 #include <cstdint>

@@ -25,7 +25,7 @@ struct ClientRequestRound {
   TimePoint expires_at;
 };
 
-// A task of the io.modelcontextprotocol/tasks extension (engines/mcp_tasks.h).
+// A task of the io.modelcontextprotocol/tasks extension (engines/tasks/approval_tasks.h).
 struct McpTask {
   std::string id;  // task_...
   std::string workspace_id;
@@ -39,7 +39,7 @@ struct McpTask {
   TimePoint created_at;
   TimePoint updated_at;
   TimePoint expires_at;
-  // A task a TaskRunner runs (engines/task_runner.h); defaults for a draft's task.
+  // A task a TaskRunner runs (engines/tasks/task_runner.h); defaults for a draft's task.
   // The call's arguments (GetTask: only if asked for; {} once the task has ended).
   nlohmann::json arguments = nlohmann::json::object();
   int64_t scopes = 0;                                         // the creating token's scopes

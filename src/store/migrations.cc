@@ -213,7 +213,7 @@ CREATE TABLE delivered_messages (
       {4, "quotas: per-workspace limits; inference units per token", R"sql(
 CREATE TABLE quota_limits (
   workspace_id TEXT NOT NULL REFERENCES workspaces(id),
-  name         TEXT NOT NULL,  -- e.g. calls_per_minute (engines/quotas.h)
+  name         TEXT NOT NULL,  -- e.g. calls_per_minute (engines/auth/quotas.h)
   value        INTEGER NOT NULL,
   PRIMARY KEY (workspace_id, name)
 ) WITHOUT ROWID;
@@ -355,7 +355,7 @@ CREATE INDEX mcp_sessions_by_token ON mcp_sessions(token_id, last_used);
 )sql"},
       {15, "drafts put to a person inside their MCP client", R"sql(
 -- action.communicate at level 1 may ask the person in their own MCP client (2026-07-28's
--- input-required result, engines/elicitation.h). The client echoes the request state back
+-- input-required result, engines/actions/elicitation.h). The client echoes the request state back
 -- with the answer; this row checks it: once, by the token that was asked, for the same
 -- arguments, before it expires. Only the SHA-256 of the state's secret is kept.
 CREATE TABLE elicitations (
@@ -372,7 +372,7 @@ CREATE TABLE elicitations (
 )sql"},
       {16, "action.communicate's idempotency keys", R"sql(
 -- A retry of action.communicate with the same idempotency_key (per workspace and token)
--- gets the first call's result instead of a second message (engines/idempotency.h). Keys
+-- gets the first call's result instead of a second message (engines/actions/idempotency.h). Keys
 -- are kept 24 hours.
 CREATE TABLE idempotency_keys (
   workspace_id TEXT NOT NULL REFERENCES workspaces(id),
@@ -388,7 +388,7 @@ CREATE INDEX idempotency_keys_by_age ON idempotency_keys(created_at);
       {17, "approval by elicitation in 2025-11-25 sessions", R"sql(
 -- A session remembers whether its client can ask its user (initialize's capabilities), and
 -- an elicitation keeps the result of the answer that ended it: the tools/call stream held
--- open for it (on whichever instance) sends that result (engines/elicitation.h).
+-- open for it (on whichever instance) sends that result (engines/actions/elicitation.h).
 ALTER TABLE mcp_sessions ADD COLUMN client_elicits INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE elicitations ADD COLUMN result TEXT;
 )sql"},
@@ -606,7 +606,7 @@ CREATE TABLE mcp_tasks (
 );
 CREATE INDEX mcp_tasks_by_expiry ON mcp_tasks(expires_at);
 )sql"},
-      {30, "MCP tasks run in the background (engines/task_runner.h)", R"sql(
+      {30, "MCP tasks run in the background (engines/tasks/task_runner.h)", R"sql(
 -- A tool that supports tasks runs on an instance's task runner when the client declares
 -- the tasks extension. The row keeps what a run needs on any instance: the call's
 -- arguments (JSON) and the scopes of its token; while input_required, the input requests

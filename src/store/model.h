@@ -26,7 +26,7 @@ struct Workspace {
 // person's (approve, reject, move trust): an agent's read,act token never approves.
 enum Scope : unsigned { kScopeRead = 1, kScopeAct = 2, kScopeAdmin = 4, kScopeApprove = 8 };
 
-// Who is calling: the result of authenticating a token (engines/tokens.h). Every engine
+// Who is calling: the result of authenticating a token (engines/auth/tokens.h). Every engine
 // call is scoped by `workspace_id`.
 struct AuthContext {
   std::string workspace_id;

@@ -67,7 +67,7 @@ enum class RuleStatus { kProposed, kActive, kRetired, kRejected };
 enum class OutboxStatus { kPending, kDelivered, kFailed };
 
 // What an outbox row carries: an action's message to a counterparty, a workspace's daily
-// digest to its person, or an event pushed to the person's webhook (engines/pushes.h).
+// digest to its person, or an event pushed to the person's webhook (engines/delivery/pushes.h).
 enum class OutboxKind { kMessage, kDigest, kEvent };
 
 // The spellings of each enum, in the order of its values.

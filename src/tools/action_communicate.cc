@@ -1,6 +1,6 @@
 // action.communicate: draft and route a message through the action engine (seed 000).
-#include "engines/drafter.h"
-#include "engines/elicitation.h"
+#include "engines/actions/drafter.h"
+#include "engines/actions/elicitation.h"
 #include "tools/action_tools.h"
 #include "tools/cortex_tools.h"
 
@@ -80,7 +80,7 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                       {"idempotentHint", false},
                       {"openWorldHint", true}},
       .scope = kScopeAct,
-      // A model drafts before the write (engines/actions.cc): a network call.
+      // A model drafts before the write (engines/actions/actions.cc): a network call.
       .calls_out = config.actions.drafter.CallsModel(),
       .handler = [&config](ToolContext& ctx, const json& args) -> ToolReply {
         const std::string& ws = ctx.auth.workspace_id;

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engines/actions.h"
+#include "engines/actions/actions.h"
 #include "tools/tool_result.h"
 
 namespace cortex {

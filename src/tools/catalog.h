@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
 
 namespace cortex {
 

@@ -5,7 +5,7 @@
 
 #include "core/limits.h"
 #include "core/time.h"
-#include "engines/identifiers.h"
+#include "engines/world/identifiers.h"
 #include "store/actions.h"
 #include "store/decisions.h"
 #include "store/entities.h"

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "core/time.h"
-#include "engines/actions.h"
-#include "engines/demo_world.h"
-#include "engines/ingest.h"
-#include "engines/rules.h"
+#include "engines/actions/actions.h"
+#include "engines/triage/rules.h"
+#include "engines/world/demo_world.h"
+#include "engines/world/ingest.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/mcp_server.h"
 #include "store/decisions.h"

@@ -3,7 +3,7 @@
 #include "core/ids.h"
 #include "core/limits.h"
 #include "core/time.h"
-#include "engines/identifiers.h"
+#include "engines/world/identifiers.h"
 #include "store/decisions.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"

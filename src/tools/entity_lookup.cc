@@ -2,7 +2,7 @@
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/time.h"
-#include "engines/identifiers.h"
+#include "engines/world/identifiers.h"
 #include "store/entities.h"
 #include "tools/cortex_tools.h"
 

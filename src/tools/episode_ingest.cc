@@ -1,7 +1,7 @@
 // episode.ingest: POST /v1/episodes as an MCP tool, for a long batch with progress and
 // cancellation (docs/mcp.md, "Progress and cancellation").
 #include "core/limits.h"
-#include "engines/ingest.h"
+#include "engines/world/ingest.h"
 #include "tools/cortex_tools.h"
 
 namespace cortex {

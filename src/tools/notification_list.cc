@@ -2,7 +2,7 @@
 // when, and what waits for the next daily digest.
 #include "core/limits.h"
 #include "core/time.h"
-#include "engines/signals.h"
+#include "engines/triage/signals.h"
 #include "store/notifications.h"
 #include "store/workspaces.h"
 #include "tools/cortex_tools.h"

@@ -15,7 +15,7 @@
 
 #include "core/clock.h"
 #include "core/json_schema.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
 #include "store/store.h"
 #include "tools/catalog.h"
 #include "tools/tool_result.h"
@@ -98,7 +98,7 @@ struct ToolDef {
   // from a client that did not declare them is refused with -32021.
   std::vector<std::string> required_client_capabilities = {};
   ToolHandler handler;
-  // Tasks (engines/task_runner.h): for a client that declares the extension, the handler
+  // Tasks (engines/tasks/task_runner.h): for a client that declares the extension, the handler
   // runs in the background and the call answers with the task. `before_task`, if set, runs
   // first, synchronously: an InputRequired or error reply is the call's answer (rounds of
   // input before the task), any other reply lets the task start with the call's answers.

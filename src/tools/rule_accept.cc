@@ -1,5 +1,5 @@
 // rule.accept: a person accepts a learned rule (and the shape rule.reject shares).
-#include "engines/learning.h"
+#include "engines/learning/learning.h"
 #include "store/workspaces.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"

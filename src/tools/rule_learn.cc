@@ -1,6 +1,6 @@
 // rule.learn: one learning pass for the caller's workspace, as `cortex learn` runs it, with
 // progress through its phases and cancellation before it writes.
-#include "engines/learning.h"
+#include "engines/learning/learning.h"
 #include "tools/cortex_tools.h"
 
 namespace cortex {

@@ -2,8 +2,8 @@
 // status and origin, with cursor paging. Learned proposals show their evidence and backtest.
 #include <algorithm>
 
-#include "engines/learning.h"
-#include "engines/rules.h"
+#include "engines/learning/learning.h"
+#include "engines/triage/rules.h"
 #include "store/rules.h"
 #include "tools/cortex_tools.h"
 #include "tools/read_tools.h"

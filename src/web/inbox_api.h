@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "core/clock.h"
-#include "engines/actions.h"
-#include "engines/inbox.h"
+#include "engines/actions/actions.h"
+#include "engines/auth/signin.h"
 #include "store/store.h"
 #include "tools/registry.h"
 #include "transport/http_types.h"

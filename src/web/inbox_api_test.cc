@@ -4,9 +4,9 @@
 
 #include "core/json_text.h"
 #include "core/time.h"
-#include "engines/ingest.h"
-#include "engines/learning.h"
-#include "engines/tokens.h"
+#include "engines/auth/tokens.h"
+#include "engines/learning/learning.h"
+#include "engines/world/ingest.h"
 #include "store/actions.h"
 #include "store/ledger.h"
 #include "testing/temp_store.h"

@@ -2,8 +2,8 @@
 
 #include "core/crypto.h"
 #include "core/json_text.h"
-#include "engines/inbox.h"
-#include "engines/oauth.h"
+#include "engines/auth/oauth.h"
+#include "engines/auth/signin.h"
 #include "web/inbox_api.h"
 
 namespace cortex {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/clock.h"
-#include "engines/oauth.h"
+#include "engines/auth/oauth.h"
 #include "store/store.h"
 #include "transport/http_types.h"
 

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "engines/delivery.h"
-#include "engines/ledger.h"
+#include "engines/actions/ledger.h"
+#include "engines/delivery/delivery.h"
 #include "store/outbox.h"
 #include "tests/crash/workload.h"
 

@@ -8,12 +8,12 @@
 
 #include "core/limits.h"
 #include "core/time.h"
-#include "engines/actions.h"
-#include "engines/delivery.h"
-#include "engines/ingest.h"
-#include "engines/ledger.h"
-#include "engines/tokens.h"
-#include "engines/trust.h"
+#include "engines/actions/actions.h"
+#include "engines/actions/ledger.h"
+#include "engines/actions/trust.h"
+#include "engines/auth/tokens.h"
+#include "engines/delivery/delivery.h"
+#include "engines/world/ingest.h"
 #include "store/outbox.h"
 #include "store/trust.h"
 

@@ -20,7 +20,7 @@
 
 #include "connectors/connector.h"
 #include "core/clock.h"
-#include "engines/actions.h"
+#include "engines/actions/actions.h"
 #include "store/store.h"
 
 namespace cortex::crashtest {

@@ -1,4 +1,4 @@
-"""Tasks run in the background (engines/task_runner.h) by two instances on one PostgreSQL
+"""Tasks run in the background (engines/tasks/task_runner.h) by two instances on one PostgreSQL
 database (Python 3 stdlib only).
 
 The instances are the conformance fixture server (tests/conformance/fixture_server.cc,

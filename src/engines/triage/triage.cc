@@ -1,0 +1,279 @@
+#include "engines/triage/triage.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/ids.h"
+#include "core/json_text.h"
+#include "core/time.h"
+#include "engines/delivery/pushes.h"
+#include "engines/triage/signals.h"
+#include "store/decisions.h"
+#include "store/episodes.h"
+#include "store/notifications.h"
+#include "store/rules.h"
+#include "store/workspaces.h"
+
+namespace cortex {
+namespace {
+
+bool Has(const std::vector<Signal>& signals, const char* kind) {
+  return std::any_of(signals.begin(), signals.end(),
+                     [&](const Signal& s) { return s.kind == kind; });
+}
+
+struct PolicyChoice {
+  TriageClass triage_class;
+  std::string summary;
+};
+
+// The default policy, used when no rule matches (docs/rules.md). Its decisions are
+// `just_guessing`.
+PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
+  bool vip = Has(s, "vip_counterparty");
+  bool urgent = Has(s, "urgent_language");
+  bool newsletter = who != nullptr &&
+                    std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
+  if (newsletter) {
+    return {TriageClass::kHandleSilently,
+            "No rule matched; default policy: newsletters are recorded silently."};
+  }
+  if (vip && urgent) {
+    return {TriageClass::kInterruptNow,
+            "No rule matched; default policy: urgent messages from VIPs interrupt, even in a "
+            "focus block."};
+  }
+  if (Has(s, "active_focus_block")) {
+    return {TriageClass::kSurfaceAtTransition,
+            "No rule matched; default policy: hold messages until the focus block ends."};
+  }
+  if (vip || urgent) {
+    // The clause that applied, and its evidence (the signal's own sentence): never "VIP"
+    // for a message that is only urgent, nor "urgent" for a VIP's calm one.
+    const char* kind = urgent ? "urgent_language" : "vip_counterparty";
+    auto evidence =
+        std::find_if(s.begin(), s.end(), [&](const Signal& x) { return x.kind == kind; });
+    return {TriageClass::kInterruptNow,
+            std::string("No rule matched; default policy: ") +
+                (urgent ? "urgent messages interrupt. " : "messages from VIPs interrupt. ") +
+                evidence->summary};
+  }
+  return {TriageClass::kDailyDigest,
+          "No rule matched; default policy: everything else waits for the daily digest."};
+}
+
+std::string Quote(const Episode& ep) {
+  std::string s = ep.subject.empty() ? ep.summary : ep.subject;
+  if (s.size() > 80) {
+    s = Utf8Prefix(s, 77);
+    s += "...";
+  }
+  return "'" + s + "'";
+}
+
+// Decisions and notifications held to be stored in index order (~2.8 KB each): most of
+// what holding a whole batch gains, in bounded memory (docs/performance.md).
+constexpr size_t kMaxHeldOutcomes = 4000;
+
+}  // namespace
+
+bool IsInbound(const std::string& kind) { return kind == "message_received"; }
+
+Triager::Triager(WriteTx& tx, const Clock& clock, std::string ws_id)
+    : tx_(tx), clock_(clock), ws_id_(std::move(ws_id)) {}
+
+Status Triager::Load() {
+  if (loaded_) return Status::Ok();
+  auto ws = tx_.workspaces().Get(ws_id_);
+  if (!ws.ok()) return ws.status();
+  agent_version_ = ws->agent_version;
+  auto settings = tx_.workspaces().Settings(ws_id_);
+  if (!settings.ok()) return settings.status();
+  settings_ = *settings;
+  auto rules = tx_.rules().List(ws_id_, /*active_only=*/true);
+  if (!rules.ok()) return rules.status();
+  for (Rule& r : *rules) {
+    if (r.kind == RuleKind::kTriage) rules_.push_back(std::move(r));
+  }
+  SortForEvaluation(rules_);
+  loaded_ = true;
+  return Status::Ok();
+}
+
+Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& world_version) {
+  CORTEX_RETURN_IF_ERROR(Load());
+  auto report = ComputeSignals(tx_, settings_, ep, who);
+  if (!report.ok()) return report.status();
+  CORTEX_RETURN_IF_ERROR(tx_.episodes().Insert(ep));
+
+  Situation situation;
+  situation.episode = &ep;
+  situation.counterparty = who;
+  situation.signals = report->signals;
+  LocalTime lt = ToLocal(ep.occurred_at, settings_);
+  situation.local_minute_of_day = lt.minute_of_day;
+  situation.local_weekday = lt.weekday;
+
+  const Rule* rule = nullptr;
+  for (const Rule& r : rules_) {
+    if (RuleMatches(r, situation)) {
+      rule = &r;
+      break;
+    }
+  }
+  TriageClass triage_class;
+  std::string rule_summary, confidence;
+  if (rule != nullptr) {
+    triage_class = *rule->then.triage_class;
+    rule_summary = rule->summary;
+    confidence = ConfidenceLabel(*rule, thresholds_);
+    ++hits_[rule->id];
+  } else {
+    PolicyChoice p = DefaultPolicy(report->signals, who);
+    triage_class = p.triage_class;
+    rule_summary = p.summary;
+    confidence = "just_guessing";
+  }
+
+  std::optional<TimePoint> surface_at;
+  std::string when;
+  if (triage_class == TriageClass::kInterruptNow) {
+    surface_at = ep.occurred_at;
+    when = "interrupt now";
+  } else if (triage_class == TriageClass::kSurfaceAtTransition) {
+    if (report->focus_block) {
+      surface_at = *report->focus_block->ends_at;
+      when = "hold until the focus block ends at " + LocalClock(*surface_at, settings_);
+    } else {
+      surface_at = ep.occurred_at;  // no block to wait for: the transition is now
+      when = "surface now (no focus block active)";
+    }
+  } else if (triage_class == TriageClass::kDailyDigest) {
+    surface_at = NextDigest(ep.occurred_at, settings_);
+    when = "put in the digest of " + FormatTime(*surface_at);
+  } else {
+    when = "record silently";
+  }
+
+  std::string name = who != nullptr ? who->name : "unknown sender";
+  Decision d;
+  d.id = NewId("dec_", clock_);
+  d.workspace_id = ws_id_;
+  d.decision_class = DecisionClass::kTriage;
+  d.triage_class = triage_class;
+  d.status = DecisionStatus::kRecorded;
+  d.occurred_at = clock_.Now();
+  d.entity_id = ep.entity_id;
+  d.payload_summary = "Triage " + name + "'s " + ep.channel + " " + Quote(ep) + ": " + when + ".";
+  if (rule != nullptr) d.rule_id = rule->id;
+  d.rule_summary = rule_summary;
+  d.confidence = confidence;
+  d.trace_id = NewId("trc_", clock_);
+  d.agent_version = agent_version_;
+  d.world_version = world_version;
+  d.source_episode_ids.push_back(ep.id);
+  if (rule != nullptr) {
+    for (const std::string& e : rule->evidence) d.source_episode_ids.push_back(e);
+  }
+
+  Notification n;
+  n.id = NewId("ntf_", clock_);
+  n.workspace_id = ws_id_;
+  n.episode_id = ep.id;
+  n.decision_id = d.id;
+  n.entity_id = ep.entity_id;
+  n.triage_class = triage_class;
+  n.surface_at = surface_at;
+  n.created_at = d.occurred_at;
+  d.notification_id = n.id;
+  if (triage_class == TriageClass::kInterruptNow && *surface_at >= d.occurred_at - kPushFreshness) {
+    nlohmann::json data = nlohmann::json::object();
+    data["notification_id"] = n.id;
+    data["decision_id"] = d.id;
+    data["episode_id"] = ep.id;
+    data["counterparty"] = {{"entity_id", ep.entity_id.value_or("")}, {"name", name}};
+    data["summary"] = d.payload_summary;
+    data["why"] = {{"rule_summary", rule_summary}, {"confidence", confidence}};
+    data["surface_at"] = FormatTime(*surface_at);
+    CORTEX_RETURN_IF_ERROR(QueuePush(tx_, clock_, ws_id_, kNotificationCreated, std::move(data)));
+  }
+
+  // Built member by member: an initializer list copies every value it is given.
+  nlohmann::json details = nlohmann::json::object();
+  details["signals"] = SignalsJson(report->signals);
+  details["triage_class"] = Name(triage_class);
+  details["episode_id"] = ep.id;
+  details["surface_at"] = surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr;
+  d.details_json = DumpJson(details);
+
+  // The rule that decided it fired: a decision of its own, on the same trace, naming the
+  // rule, its confidence and evidence, and the triage decision it made (docs/learning.md).
+  std::optional<Decision> fired;
+  if (rule != nullptr) {
+    Decision& f = fired.emplace();
+    f.id = NewId("dec_", clock_);
+    f.workspace_id = ws_id_;
+    f.decision_class = DecisionClass::kRuleFired;
+    f.status = DecisionStatus::kRecorded;
+    f.occurred_at = d.occurred_at;
+    f.entity_id = ep.entity_id;
+    f.payload_summary = "Rule '" + rule->name + "' fired on " + name + "'s " + ep.channel + " " +
+                        Quote(ep) + ": " + std::string(Name(triage_class)) + ".";
+    f.rule_id = rule->id;
+    f.rule_summary = rule_summary;
+    f.confidence = confidence;
+    f.trace_id = d.trace_id;
+    f.agent_version = agent_version_;
+    f.world_version = world_version;
+    f.source_episode_ids = d.source_episode_ids;
+    f.triage_decision_id = d.id;
+    nlohmann::json fd = nlohmann::json::object();
+    fd["rule_name"] = rule->name;
+    fd["origin"] = std::string(Name(rule->origin));
+    fd["episode_id"] = ep.id;
+    fd["then"] = {{"triage", Name(triage_class)}};
+    f.details_json = DumpJson(fd);
+  }
+  outcomes_.push_back({std::move(d), std::move(n), std::move(fired)});
+  if (outcomes_.size() >= kMaxHeldOutcomes) return StoreOutcomes();
+  return Status::Ok();
+}
+
+Status Triager::StoreOutcomes() {
+  // A batch's messages come from many counterparties, at many times, in no order. Each
+  // index is written in its own key order, so that consecutive inserts land on the same
+  // pages: decisions by counterparty (decisions_by_entity_class), then notifications by
+  // class and time (notifications_by_class). Ties keep the order they were triaged in
+  // (stable sorts).
+  std::vector<const Outcome*> order;
+  order.reserve(outcomes_.size());
+  for (const Outcome& o : outcomes_) order.push_back(&o);
+  std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
+    return a->decision.entity_id < b->decision.entity_id;
+  });
+  for (const Outcome* o : order) CORTEX_RETURN_IF_ERROR(tx_.decisions().Insert(o->decision));
+  // The rules' rule_fired decisions after: by counterparty within their own class.
+  for (const Outcome* o : order) {
+    if (o->fired) CORTEX_RETURN_IF_ERROR(tx_.decisions().Insert(*o->fired));
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Outcome* a, const Outcome* b) {
+    // (By the class's spelling, as the index holds it.)
+    return std::make_tuple(Name(a->notification.triage_class), a->notification.surface_at) <
+           std::make_tuple(Name(b->notification.triage_class), b->notification.surface_at);
+  });
+  for (const Outcome* o : order)
+    CORTEX_RETURN_IF_ERROR(tx_.notifications().Insert(o->notification));
+  outcomes_.clear();
+  return Status::Ok();
+}
+
+Status Triager::Finish() {
+  CORTEX_RETURN_IF_ERROR(StoreOutcomes());
+  for (const auto& [rule_id, n] : hits_) {
+    CORTEX_RETURN_IF_ERROR(tx_.rules().AddHits(ws_id_, rule_id, n));
+  }
+  hits_.clear();
+  return Status::Ok();
+}
+
+}  // namespace cortex
