@@ -4,6 +4,7 @@
 // ends after it starts, and its episode is valid ingest input.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (items.empty()) return 0;
   fuzz::FuzzWorld& w = fuzz::World();
   auto report = IngestItems(*w.store, w.clock, w.demo.id, std::move(items), nullptr);
-  if (!report.ok()) std::abort();  // the connector made an episode ingest refuses
+  if (!report.ok()) {  // the connector made an episode ingest refuses
+    std::fprintf(stderr, "ingest refused: %s\n", report.status().message().c_str());
+    std::abort();
+  }
   return 0;
 }

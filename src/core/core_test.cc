@@ -13,6 +13,7 @@
 #include "core/json_text.h"
 #include "core/limits.h"
 #include "core/stop_signal.h"
+#include "core/text.h"
 #include "core/time.h"
 
 namespace cortex {
@@ -501,6 +502,16 @@ TEST(JsonTextTest, ParseJsonUniqueKeysRefusesARepeatedKey) {
     EXPECT_EQ(where, "");
     EXPECT_EQ(ParseJson(pad + R"({"a":1,"a":[2]})"), json::parse(R"({"a":[2]})"));
   }
+}
+
+TEST(ValidUtf8, KeepsWhatIsValidAndReplacesEachBadByte) {
+  EXPECT_EQ(ValidUtf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(ValidUtf8("caf\xC3"), "caf\xEF\xBF\xBD");
+  EXPECT_EQ(ValidUtf8("a\xFF\xFE"
+                      "b"),
+            "a\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b");
+  EXPECT_TRUE(IsValidUtf8(ValidUtf8("\xED\xA0\x80 surrogate")));
 }
 
 }  // namespace

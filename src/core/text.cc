@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/json_text.h"
+
 namespace cortex {
 
 std::string HeaderSafe(std::string_view text) {
@@ -14,6 +16,24 @@ std::string HeaderSafe(std::string_view text) {
     out += c;
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string ValidUtf8(std::string_view text) {
+  if (IsValidUtf8(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n > 0 && i + n <= text.size() && IsValidUtf8(text.substr(i, n))) {
+      out.append(text.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
   return out;
 }
 

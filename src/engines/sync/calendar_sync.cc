@@ -8,6 +8,7 @@
 #include "core/crypto.h"
 #include "core/json_text.h"
 #include "core/limits.h"
+#include "core/text.h"
 #include "core/time.h"
 #include "engines/auth/tokens.h"
 #include "engines/world/identifiers.h"
@@ -28,7 +29,9 @@ constexpr size_t kMaxSummaryBytes = 300;
 std::string Counterparty(const CalendarOccurrence& o) {
   if (o.counterparty.empty()) return "";
   auto ident = NormalizeIdentifier(o.counterparty);
-  if (!ident.ok() || ident->front() == '@' || ident->front() == '+') return "";
+  if (!ident.ok() || ident->front() == '@' || ident->front() == '+' || !IsValidUtf8(*ident)) {
+    return "";
+  }
   return *ident;
 }
 
@@ -61,21 +64,26 @@ std::string CalendarSyncReport::Summary() const {
 
 IncomingEpisode CalendarEpisode(const CalendarOccurrence& o, const std::string& source,
                                 int64_t version) {
-  std::string title = o.title.empty() ? "(untitled event)" : o.title;
+  // Text from the calendar as UTF-8, whatever it held (ingest takes nothing else).
+  const std::string raw_title = ValidUtf8(o.title);
+  std::string title = raw_title.empty() ? "(untitled event)" : raw_title;
   std::string who = Counterparty(o);
   std::string summary =
-      o.focus       ? "Focus block: " + title
-      : who.empty() ? title
-                    : title + " with " + (o.counterparty_name.empty() ? who : o.counterparty_name);
+      o.focus ? "Focus block: " + title
+      : who.empty()
+          ? title
+          : title + " with " + (o.counterparty_name.empty() ? who : ValidUtf8(o.counterparty_name));
   std::string thread = "cal:" + o.uid;
-  if (thread.size() > kMaxThreadBytes) thread = "cal:sha256:" + Sha256Hex(o.uid);
+  if (thread.size() > kMaxThreadBytes || !IsValidUtf8(thread)) {
+    thread = "cal:sha256:" + Sha256Hex(o.uid);
+  }
   IncomingEpisode ep;
   Episode& e = ep.episode;
   e.kind = Kind(o);
   e.occurred_at = o.start;
   e.ends_at = o.end;
   e.channel = "calendar";
-  e.subject = Utf8Prefix(o.title, kMaxSubjectBytes);
+  e.subject = Utf8Prefix(raw_title, kMaxSubjectBytes);
   e.summary = Utf8Prefix(summary, kMaxSummaryBytes);
   e.thread = thread;
   e.external_id = ExternalId(o, source, version);

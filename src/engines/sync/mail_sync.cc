@@ -31,7 +31,10 @@ constexpr size_t kMaxBodyBytes = limits::kMaxBodyChars;
 
 // A Message-ID, or a digest of the message when it has none (or one too long to keep).
 std::string ExternalId(const ParsedMail& m, const std::string& raw) {
-  if (!m.message_id.empty() && m.message_id.size() <= kMaxExternalIdBytes) return m.message_id;
+  if (!m.message_id.empty() && m.message_id.size() <= kMaxExternalIdBytes &&
+      IsValidUtf8(m.message_id)) {
+    return m.message_id;
+  }
   return "sha256:" + Sha256Hex(m.message_id.empty() ? raw : m.message_id);
 }
 
@@ -39,7 +42,7 @@ std::string Thread(const ParsedMail& m, const std::string& external_id) {
   std::string t = !m.references.empty()    ? m.references.front()
                   : !m.in_reply_to.empty() ? m.in_reply_to
                                            : external_id;
-  if (t.size() > kMaxThreadBytes) t = "sha256:" + Sha256Hex(t);
+  if (t.size() > kMaxThreadBytes || !IsValidUtf8(t)) t = "sha256:" + Sha256Hex(t);
   return t;
 }
 
@@ -73,7 +76,13 @@ std::vector<IngestItem> MailItems(const std::string& raw, const std::string& kin
                                   const std::function<bool(const std::string&)>& known_address) {
   auto parsed = ParseMail(raw);
   if (!parsed.ok()) return {};
-  const ParsedMail& m = *parsed;
+  // Text from the mail as UTF-8, whatever its charset made of it (ingest takes nothing else).
+  ParsedMail& m = *parsed;
+  m.subject = ValidUtf8(m.subject);
+  m.text = ValidUtf8(m.text);
+  m.from_name = ValidUtf8(m.from_name);
+  for (auto& [to_name, to_address] : m.to) to_name = ValidUtf8(to_name);
+  for (std::string& a : m.attachments) a = ValidUtf8(a);
   bool sent = kind == "message_sent";
   std::string name, address;
   if (sent) {
@@ -85,7 +94,9 @@ std::vector<IngestItem> MailItems(const std::string& raw, const std::string& kin
     address = m.from_address;
   }
   auto ident = NormalizeIdentifier(address);
-  if (!ident.ok() || ident->front() == '@' || ident->front() == '+') return {};
+  if (!ident.ok() || ident->front() == '@' || ident->front() == '+' || !IsValidUtf8(*ident)) {
+    return {};
+  }
   std::vector<IngestItem> items;
   if (!name.empty() && !known_address(*ident)) {
     items.push_back(
