@@ -19,15 +19,15 @@ std::string HeaderSafe(std::string_view text) {
   return out;
 }
 
-std::string ValidUtf8(std::string_view text) {
-  if (IsValidUtf8(text)) return std::string(text);
+std::string ValidUtf8(std::string text) {
+  if (IsValidUtf8(text)) return text;  // the usual case: no copy
   std::string out;
   out.reserve(text.size() + 16);
   for (size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
     size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n > 0 && i + n <= text.size() && IsValidUtf8(text.substr(i, n))) {
-      out.append(text.substr(i, n));
+    if (n > 0 && i + n <= text.size() && IsValidUtf8(std::string_view(text).substr(i, n))) {
+      out.append(text, i, n);
       i += n;
     } else {
       out += "\xEF\xBF\xBD";

@@ -14,7 +14,7 @@ std::string HeaderSafe(std::string_view text);
 
 // `text` with every byte that does not begin a well-formed UTF-8 character replaced by
 // U+FFFD: what a connector stores of text an outside system sent (a broken charset).
-std::string ValidUtf8(std::string_view text);
+std::string ValidUtf8(std::string text);
 
 // The first sentence of `text` (to . ! or ? and a space, else its first line), one line.
 std::string FirstSentence(std::string_view text);

@@ -71,6 +71,8 @@ std::string FormatTime(TimePoint t) {
   return std::string(buf, p);
 }
 
+bool InTimeRange(TimePoint t) { return ParseTime(FormatTime(t)).ok(); }
+
 Result<TimePoint> ParseTime(std::string_view s) {
   auto bad = [&] {
     return Status::InvalidArgument("'" + Utf8Prefix(s, 40) +

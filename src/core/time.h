@@ -14,6 +14,8 @@ std::string FormatTime(TimePoint t);
 
 // Accepts "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)"; returns the UTC instant.
 Result<TimePoint> ParseTime(std::string_view text);
+// Whether `t` lies in the years ParseTime accepts (1970 to 2200): what ingest stores.
+bool InTimeRange(TimePoint t);
 
 int64_t ToUnixMillis(TimePoint t);
 TimePoint FromUnixMillis(int64_t ms);

@@ -78,11 +78,11 @@ std::vector<IngestItem> MailItems(const std::string& raw, const std::string& kin
   if (!parsed.ok()) return {};
   // Text from the mail as UTF-8, whatever its charset made of it (ingest takes nothing else).
   ParsedMail& m = *parsed;
-  m.subject = ValidUtf8(m.subject);
-  m.text = ValidUtf8(m.text);
-  m.from_name = ValidUtf8(m.from_name);
-  for (auto& [to_name, to_address] : m.to) to_name = ValidUtf8(to_name);
-  for (std::string& a : m.attachments) a = ValidUtf8(a);
+  m.subject = ValidUtf8(std::move(m.subject));
+  m.text = ValidUtf8(std::move(m.text));
+  m.from_name = ValidUtf8(std::move(m.from_name));
+  for (auto& [to_name, to_address] : m.to) to_name = ValidUtf8(std::move(to_name));
+  for (std::string& a : m.attachments) a = ValidUtf8(std::move(a));
   bool sent = kind == "message_sent";
   std::string name, address;
   if (sent) {
@@ -115,9 +115,7 @@ std::vector<IngestItem> MailItems(const std::string& raw, const std::string& kin
   std::string external_id = ExternalId(m, raw);
   // The server's INTERNALDATE, else the Date header, else now: the first that ingest takes
   // (1970 to 2200; a Date of 2226 is a sender's error, not a reason to refuse the message).
-  auto usable = [](const std::optional<TimePoint>& t) {
-    return t.has_value() && ParseTime(FormatTime(*t)).ok();
-  };
+  auto usable = [](const std::optional<TimePoint>& t) { return t && InTimeRange(*t); };
   IncomingEpisode ep;
   Episode& e = ep.episode;
   e.kind = kind;

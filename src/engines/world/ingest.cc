@@ -119,6 +119,19 @@ Status CheckEpisode(const IncomingEpisode& ep) {
   return Status::Ok();
 }
 
+// An entity as it is written, however it came: each identifier once, in the order given;
+// the tags sorted, each once.
+void Tidy(IncomingEntity& e) {
+  std::set<std::string> seen;
+  std::vector<std::string> unique;
+  for (std::string& id : e.identifiers) {
+    if (seen.insert(id).second) unique.push_back(std::move(id));
+  }
+  e.identifiers = std::move(unique);
+  std::sort(e.tags.begin(), e.tags.end());
+  e.tags.erase(std::unique(e.tags.begin(), e.tags.end()), e.tags.end());
+}
+
 // Line `n`, parsed: checked against the line schemas and turned into what is written.
 Result<Line> ReadLine(size_t n, const json& obj) {
   if (!obj.is_object()) return LineError(n, "expected a JSON object");
@@ -130,19 +143,16 @@ Result<Line> ReadLine(size_t n, const json& obj) {
     Status st = EntitySchema().Validate(obj);
     if (!st.ok()) return LineError(n, st.message());
     IncomingEntity e{obj["name"], obj.value("kind", "person"), {}, {}};
-    std::set<std::string> seen;
     for (size_t i = 0; i < obj["identifiers"].size(); ++i) {
       auto id = NormalizeIdentifier(obj["identifiers"][i]);
       if (!id.ok()) {
         return LineError(n,
                          "field 'identifiers." + std::to_string(i) + "': " + id.status().message());
       }
-      if (seen.insert(*id).second) e.identifiers.push_back(*id);
+      e.identifiers.push_back(std::move(*id));
     }
-    if (obj.contains("tags")) {
-      std::set<std::string> tags(obj["tags"].begin(), obj["tags"].end());
-      e.tags.assign(tags.begin(), tags.end());
-    }
+    if (obj.contains("tags")) e.tags = obj["tags"].get<std::vector<std::string>>();
+    Tidy(e);
     return Line{n, std::move(e)};
   }
   if (*type != "episode") {
@@ -243,10 +253,10 @@ Status CheckItem(const IngestItem& item) {
   if (std::find(kEpisodeKinds.begin(), kEpisodeKinds.end(), e.kind) == kEpisodeKinds.end()) {
     return Status::InvalidArgument("field 'kind': '" + e.kind + "' is not an episode kind");
   }
-  // The range ParseTime takes of a line (1970 to 2200).
-  auto in_range = [](TimePoint t) { return ParseTime(FormatTime(t)).ok(); };
-  if (!in_range(e.occurred_at)) return Status::InvalidArgument("field 'occurred_at': out of range");
-  if (e.ends_at && !in_range(*e.ends_at)) {
+  if (!InTimeRange(e.occurred_at)) {
+    return Status::InvalidArgument("field 'occurred_at': out of range");
+  }
+  if (e.ends_at && !InTimeRange(*e.ends_at)) {
     return Status::InvalidArgument("field 'ends_at': out of range");
   }
   if (!IsLowerWord(e.channel, 32, /*digit_first=*/false)) {
@@ -598,16 +608,7 @@ Result<IngestReport> IngestItems(Store& store, const Clock& clock, const std::st
     if (!st.ok()) {
       return Status::InvalidArgument("item " + std::to_string(number) + ": " + st.message());
     }
-    if (auto* entity = std::get_if<IncomingEntity>(&item)) {  // as a line's: once, in order
-      std::set<std::string> seen;
-      std::vector<std::string> unique;
-      for (std::string& id : entity->identifiers) {
-        if (seen.insert(id).second) unique.push_back(std::move(id));
-      }
-      entity->identifiers = std::move(unique);
-      std::set<std::string> tags(entity->tags.begin(), entity->tags.end());
-      entity->tags.assign(tags.begin(), tags.end());
-    }
+    if (auto* entity = std::get_if<IncomingEntity>(&item)) Tidy(*entity);
     lines.push_back(Line{number, std::move(item)});
   }
   return WriteLines(store, clock, ws_id, lines, also, IngestControl{});
