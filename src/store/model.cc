@@ -4,13 +4,20 @@ namespace cortex {
 
 using nlohmann::json;
 
+std::vector<std::string> SignalNames(const std::vector<SignalKind>& kinds) {
+  std::vector<std::string> out;
+  out.reserve(kinds.size());
+  for (SignalKind k : kinds) out.emplace_back(Name(k));
+  return out;
+}
+
 json RuleDefinitionJson(const Rule& r) {
   json when = json::object();
   auto list = [&](const char* key, const std::vector<std::string>& v) {
     if (!v.empty()) when[key] = v;
   };
-  list("signals", r.when.signals);
-  list("not_signals", r.when.not_signals);
+  list("signals", SignalNames(r.when.signals));
+  list("not_signals", SignalNames(r.when.not_signals));
   list("tags", r.when.tags);
   list("counterparties", r.when.counterparties);
   list("channels", r.when.channels);
@@ -37,8 +44,13 @@ void ApplyRuleDefinitionJson(const json& def, Rule* r) {
     return when.contains(key) ? when[key].get<std::vector<std::string>>()
                               : std::vector<std::string>{};
   };
-  r->when.signals = list("signals");
-  r->when.not_signals = list("not_signals");
+  auto signals = [&](const char* key) {
+    std::vector<SignalKind> out;
+    for (const std::string& name : list(key)) out.push_back(ParseStored<SignalKind>(name));
+    return out;
+  };
+  r->when.signals = signals("signals");
+  r->when.not_signals = signals("not_signals");
   r->when.tags = list("tags");
   r->when.counterparties = list("counterparties");
   r->when.channels = list("channels");
@@ -60,12 +72,9 @@ void ApplyRuleDefinitionJson(const json& def, Rule* r) {
 }
 
 json SettingsToJson(const WorkspaceSettings& s) {
-  return {{"utc_offset_minutes", s.utc_offset_minutes},
-          {"work_start_minute", s.work_start_minute},
-          {"work_end_minute", s.work_end_minute},
-          {"work_days", s.work_days},
-          {"digest_minute", s.digest_minute},
-          {"digest_to", s.digest_to}};
+  return {{"utc_offset_minutes", s.utc_offset_minutes}, {"work_start_minute", s.work_start_minute},
+          {"work_end_minute", s.work_end_minute},       {"work_days", s.work_days},
+          {"digest_minute", s.digest_minute},           {"digest_to", s.digest_to}};
 }
 
 WorkspaceSettings SettingsFromJson(const json& j) {

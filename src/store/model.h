@@ -106,13 +106,13 @@ struct Episode {
 
 // A computed fact about a situation, e.g. {vip_counterparty, "Sender is in VIP watchlist."}.
 struct Signal {
-  std::string kind;
+  SignalKind kind;
   std::string summary;
 };
 
 struct RuleConditions {
-  std::vector<std::string> signals;         // all must be present
-  std::vector<std::string> not_signals;     // none may be present
+  std::vector<SignalKind> signals;          // all must be present
+  std::vector<SignalKind> not_signals;      // none may be present
   std::vector<std::string> tags;            // the counterparty has at least one
   std::vector<std::string> counterparties;  // entity ids or normalised identifiers; any
   std::vector<std::string> channels;        // any
@@ -160,6 +160,8 @@ struct Rule {
 // The canonical JSON of a rule's definition (kind, class, conditions, effect, priority):
 // equal definitions give equal JSON. Stored with the rule.
 nlohmann::json RuleDefinitionJson(const Rule& rule);
+// The spellings of `kinds`, in order (as rules store and show them).
+std::vector<std::string> SignalNames(const std::vector<SignalKind>& kinds);
 // Fills the definition fields of `rule` from RuleDefinitionJson's output.
 void ApplyRuleDefinitionJson(const nlohmann::json& def, Rule* rule);
 

@@ -70,6 +70,19 @@ enum class OutboxStatus { kPending, kDelivered, kFailed };
 // digest to its person, or an event pushed to the person's webhook (engines/delivery/pushes.h).
 enum class OutboxKind { kMessage, kDigest, kEvent };
 
+// A fact about a message that triage computes (engines/triage/signals.cc), rules test
+// (`when.signals`, docs/rules.md), the learner proposes rules on and explanations show, each
+// with its sentence of evidence. This is the one list of them.
+enum class SignalKind {
+  kVipCounterparty,
+  kActiveFocusBlock,
+  kFirstContact,
+  kAwaitingYourReply,
+  kUrgentLanguage,
+  kAfterHours,
+  kThreadActive
+};
+
 // The spellings of each enum, in the order of its values.
 template <typename E>
 struct Spellings;
@@ -120,6 +133,13 @@ struct Spellings<OutboxStatus> {
 template <>
 struct Spellings<OutboxKind> {
   static constexpr std::array<std::string_view, 3> kNames = {"message", "digest", "event"};
+};
+
+template <>
+struct Spellings<SignalKind> {
+  static constexpr std::array<std::string_view, 7> kNames = {
+      "vip_counterparty", "active_focus_block", "first_contact", "awaiting_your_reply",
+      "urgent_language",  "after_hours",        "thread_active"};
 };
 
 template <typename E>

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "store/actions.h"
+#include "testing/doc_tables.h"
 #include "testing/temp_store.h"
 
 namespace cortex {
@@ -32,10 +33,18 @@ TEST(StatesTest, EverySpellingRoundTrips) {
   ExpectEverySpellingRoundTrips<RuleKind>();
   ExpectEverySpellingRoundTrips<RuleOrigin>();
   ExpectEverySpellingRoundTrips<OutboxStatus>();
+  ExpectEverySpellingRoundTrips<SignalKind>();
   // The spellings clients and stored rows have always used.
   EXPECT_EQ(Name(DecisionClass::kActionProposed), "action_proposed");
   EXPECT_EQ(Name(TriageClass::kSurfaceAtTransition), "surface_at_transition");
   EXPECT_EQ(Name(ActionStatus::kExecuted), "executed");
+}
+
+// docs/rules.md's table of signals is the enum's, in its order: a new signal is documented.
+TEST(StatesTest, TheRulesDocListsEverySignal) {
+  std::vector<std::string> want;
+  for (SignalKind k : AllOf<SignalKind>()) want.emplace_back(Name(k));
+  EXPECT_EQ(DocTableNames("rules.md", "## Signals"), want);
 }
 
 TEST(StatesTest, AnActionMovesOnlyAsTheTableSays) {

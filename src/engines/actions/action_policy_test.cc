@@ -172,11 +172,12 @@ TEST_F(ActionPolicyTest, TriageRulesAndRulesOfOtherSignalsDoNotFire) {
     then: { max_level: 1 }
 )");
   Set("default", 3);
-  signals_ = {{"vip_counterparty", "Sender is in VIP watchlist."}};
+  signals_ = {{SignalKind::kVipCounterparty, "Sender is in VIP watchlist."}};
   ActionVerdict v = Decide();
   EXPECT_EQ(v.level, 3);
   EXPECT_TRUE(v.fired.empty());
-  signals_.push_back({"first_contact", "No earlier episode with this counterparty."});
+  Signal first{SignalKind::kFirstContact, "No earlier episode with this counterparty."};
+  signals_.push_back(first);
   EXPECT_EQ(Decide().level, 1);
 }
 

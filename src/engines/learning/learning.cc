@@ -602,8 +602,8 @@ json RuleWhenJson(const Rule& r) {
   auto list = [&](const char* key, const std::vector<std::string>& v) {
     if (!v.empty()) when[key] = v;
   };
-  list("signals", c.signals);
-  list("not_signals", c.not_signals);
+  list("signals", SignalNames(c.signals));
+  list("not_signals", SignalNames(c.not_signals));
   list("tags", c.tags);
   list("counterparty", c.counterparties);
   list("channel", c.channels);

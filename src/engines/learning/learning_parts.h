@@ -125,7 +125,7 @@ const char* KindName(Kind k);
 std::optional<Kind> KindFromName(std::string_view s);
 TriageClass EffectOf(Kind k);
 
-constexpr char kFocusSignal[] = "active_focus_block";
+constexpr SignalKind kFocusSignal = SignalKind::kActiveFocusBlock;
 constexpr int kNoon = 12 * 60;
 
 // Which received messages a pattern looks at: local weekdays (0 = every day), a window of

@@ -217,7 +217,7 @@ TEST(FindPatterns, EachPlantedKindIsFoundWithItsDays) {
       EXPECT_EQ(r.status, RuleStatus::kProposed);
       EXPECT_EQ(r.when.counterparties, std::vector<std::string>{entity});
       bool focus = planted.kind == "focus" || planted.kind == "hold";
-      EXPECT_EQ(r.when.signals,
+      EXPECT_EQ(SignalNames(r.when.signals),
                 focus ? std::vector<std::string>{"active_focus_block"} : std::vector<std::string>{})
           << r.summary;
       TriageClass want = planted.kind == "fast" || planted.kind == "focus"
@@ -347,7 +347,8 @@ TEST(FindPatterns, FocusBlocksGiveFocusAndHoldRules) {
             "came during a focus block only after it ended, within 3 hours (outside focus "
             "blocks, 5 of 5 within 3 hours).");
   EXPECT_EQ(*findings[1].rule.then.triage_class, TriageClass::kSurfaceAtTransition);
-  EXPECT_EQ(findings[1].rule.when.signals, std::vector<std::string>{"active_focus_block"});
+  EXPECT_EQ(SignalNames(findings[1].rule.when.signals),
+            std::vector<std::string>{"active_focus_block"});
   ExpectRoundTrip(findings[1].rule);
 }
 

@@ -23,12 +23,19 @@ constexpr size_t kMaxSummaryChars = 300;
 constexpr size_t kMaxListItems = 100;
 
 const char* const kWeekdays[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-const char* const kKnownSignals[] = {"vip_counterparty",    "active_focus_block", "first_contact",
-                                     "awaiting_your_reply", "urgent_language",    "after_hours",
-                                     "thread_active"};
 
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// ": the signals are a, b, ...", for an error naming an unknown one.
+std::string KnownSignals() {
+  std::string out = ": the signals are ";
+  for (SignalKind k : AllOf<SignalKind>()) {
+    if (k != SignalKind::kVipCounterparty) out += ", ";
+    out += Name(k);
+  }
+  return out;
 }
 
 int Specificity(const Rule& r) {
@@ -156,17 +163,15 @@ Status ParseConditions(const YAML::Node& when, RuleConditions* c) {
       when,
       {"signals", "not_signals", "tags", "counterparty", "channel", "words", "hours", "weekdays"},
       "'when'"));
-  auto signals = [&](const char* key, std::vector<std::string>* out) -> Status {
+  auto signals = [&](const char* key, std::vector<SignalKind>* out) -> Status {
     if (!when[key]) return Status::Ok();
     auto list = List(when[key], key);
     if (!list.ok()) return list.status();
     for (const std::string& s : *list) {
-      if (std::find(std::begin(kKnownSignals), std::end(kKnownSignals), s) ==
-          std::end(kKnownSignals)) {
-        return FileError::At(when[key], "unknown signal '" + s + "'");
-      }
+      auto kind = Parse<SignalKind>(s);
+      if (!kind) return FileError::At(when[key], "unknown signal '" + s + "'" + KnownSignals());
+      out->push_back(*kind);
     }
-    *out = *list;
     return Status::Ok();
   };
   CORTEX_RETURN_IF_ERROR(signals("signals", &c->signals));
@@ -359,14 +364,14 @@ std::string ConfidenceLabel(const Rule& rule, const ConfidenceThresholds& t) {
 
 bool RuleMatches(const Rule& rule, const Situation& s) {
   const RuleConditions& c = rule.when;
-  auto has_signal = [&](const std::string& kind) {
+  auto has_signal = [&](SignalKind kind) {
     return std::any_of(s.signals.begin(), s.signals.end(),
                        [&](const Signal& sig) { return sig.kind == kind; });
   };
-  for (const std::string& k : c.signals) {
+  for (SignalKind k : c.signals) {
     if (!has_signal(k)) return false;
   }
-  for (const std::string& k : c.not_signals) {
+  for (SignalKind k : c.not_signals) {
     if (has_signal(k)) return false;
   }
   if (!c.tags.empty()) {

@@ -121,9 +121,9 @@ rules:
   Episode ep;
   ep.channel = "email";
   ep.subject = "The deadline, again";
-  Situation s{&ep, &sarah, {{"active_focus_block", ""}}, 9 * 60 + 30, 1};
+  Situation s{&ep, &sarah, {{SignalKind::kActiveFocusBlock, ""}}, 9 * 60 + 30, 1};
   EXPECT_TRUE(RuleMatches(r, s));
-  s.signals.push_back({"urgent_language", ""});
+  s.signals.push_back({SignalKind::kUrgentLanguage, ""});
   EXPECT_FALSE(RuleMatches(r, s));
   s.signals.pop_back();
   s.local_weekday = 2;
@@ -183,7 +183,7 @@ TEST(RuleOrderTest, LearnedRuleWithASignalBeforeOneWithout) {
   Rule tuesdays = learned("learned-fast-sam-tue", 0);
   tuesdays.when.weekdays = 1u << 1;
   Rule hold = learned("learned-hold-sam", 1);
-  hold.when.signals = {"active_focus_block"};
+  hold.when.signals = {SignalKind::kActiveFocusBlock};
   Rule mine = learned("mine", 2);
   mine.origin = RuleOrigin::kUser;
   mine.when.weekdays = 1u << 1;
@@ -195,7 +195,7 @@ TEST(RuleOrderTest, LearnedRuleWithASignalBeforeOneWithout) {
   // A Tuesday message during a block: the hold rule decides.
   Situation s;
   s.local_weekday = 1;
-  s.signals = {{"active_focus_block", "Calendar block 'Deep work' active until 11:00."}};
+  s.signals = {{SignalKind::kActiveFocusBlock, "Calendar block 'Deep work' active until 11:00."}};
   Entity sam;
   sam.id = "entity_sam";
   sam.identifiers = {"sam@x.example"};

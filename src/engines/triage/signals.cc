@@ -100,7 +100,7 @@ nlohmann::json SignalsJson(const std::vector<Signal>& signals) {
   nlohmann::json out = nlohmann::json::array();
   for (const Signal& s : signals) {
     nlohmann::json& j = out.emplace_back(nlohmann::json::object());
-    j["kind"] = s.kind;
+    j["kind"] = Name(s.kind);
     j["summary"] = s.summary;
   }
   return out;
@@ -113,7 +113,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   const TimePoint t = ep.occurred_at;
 
   if (who != nullptr && std::find(who->tags.begin(), who->tags.end(), "vip") != who->tags.end()) {
-    out.signals.push_back({"vip_counterparty", "Sender is in VIP watchlist."});
+    out.signals.push_back({SignalKind::kVipCounterparty, "Sender is in VIP watchlist."});
   }
 
   auto block = tx.episodes().ActiveBlockAt(ws, t, t - kMaxBlockLength);
@@ -121,8 +121,9 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   if (*block) {
     const Episode& b = **block;
     std::string name = b.subject.empty() ? b.summary : b.subject;
-    out.signals.push_back({"active_focus_block", "Calendar block '" + name + "' active until " +
-                                                     LocalClock(*b.ends_at, settings) + "."});
+    out.signals.push_back(
+        {SignalKind::kActiveFocusBlock,
+         "Calendar block '" + name + "' active until " + LocalClock(*b.ends_at, settings) + "."});
     out.focus_block = b;
   }
 
@@ -130,13 +131,13 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
     auto history = tx.episodes().CounterpartyHistory(ws, who->id, t, t - kAwaitingWindow);
     if (!history.ok()) return history.status();
     if (!history->any_earlier) {
-      out.signals.push_back({"first_contact", "First message from " + Who(who) + "."});
+      out.signals.push_back({SignalKind::kFirstContact, "First message from " + Who(who) + "."});
     }
     bool newsletter =
         std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
     if (history->unanswered > 0 && !newsletter) {
       std::string n = std::to_string(history->unanswered);
-      out.signals.push_back({"awaiting_your_reply",
+      out.signals.push_back({SignalKind::kAwaitingYourReply,
                              Who(who) + " is waiting for your reply: " + n + " earlier message" +
                                  (history->unanswered == 1 ? "" : "s") + " unanswered since " +
                                  FormatTime(*history->first_unanswered_at) + "."});
@@ -144,7 +145,7 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   }
 
   if (auto word = UrgentWord(ep)) {
-    out.signals.push_back({"urgent_language", "Message says '" + *word + "'."});
+    out.signals.push_back({SignalKind::kUrgentLanguage, "Message says '" + *word + "'."});
   }
 
   LocalTime lt = ToLocal(t, settings);
@@ -152,11 +153,11 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
   bool working_hour =
       InWindow(lt.minute_of_day, settings.work_start_minute, settings.work_end_minute);
   if (!working_day || !working_hour) {
-    out.signals.push_back({"after_hours", "Arrived " + std::string(kDayNames[lt.weekday]) + " " +
-                                              Hhmm(lt.minute_of_day) + ", outside working hours (" +
-                                              Hhmm(settings.work_start_minute) + "-" +
-                                              Hhmm(settings.work_end_minute) + ", " +
-                                              WorkingDays(settings.work_days) + ")."});
+    out.signals.push_back(
+        {SignalKind::kAfterHours,
+         "Arrived " + std::string(kDayNames[lt.weekday]) + " " + Hhmm(lt.minute_of_day) +
+             ", outside working hours (" + Hhmm(settings.work_start_minute) + "-" +
+             Hhmm(settings.work_end_minute) + ", " + WorkingDays(settings.work_days) + ")."});
   }
 
   if (!ep.thread.empty()) {
@@ -164,9 +165,9 @@ Result<SignalReport> ComputeSignals(ReadTx& tx, const WorkspaceSettings& setting
     if (!recent.ok()) return recent.status();
     if (*recent >= kThreadActiveMin) {
       std::string name = ep.subject.empty() ? ep.thread : ep.subject;
-      out.signals.push_back({"thread_active", "Thread '" + name + "' has " +
-                                                  std::to_string(*recent) +
-                                                  " other messages in the last 24 hours."});
+      out.signals.push_back(
+          {SignalKind::kThreadActive, "Thread '" + name + "' has " + std::to_string(*recent) +
+                                          " other messages in the last 24 hours."});
     }
   }
   return out;

@@ -17,7 +17,7 @@
 namespace cortex {
 namespace {
 
-bool Has(const std::vector<Signal>& signals, const char* kind) {
+bool Has(const std::vector<Signal>& signals, SignalKind kind) {
   return std::any_of(signals.begin(), signals.end(),
                      [&](const Signal& s) { return s.kind == kind; });
 }
@@ -30,8 +30,8 @@ struct PolicyChoice {
 // The default policy, used when no rule matches (docs/rules.md). Its decisions are
 // `just_guessing`.
 PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
-  bool vip = Has(s, "vip_counterparty");
-  bool urgent = Has(s, "urgent_language");
+  bool vip = Has(s, SignalKind::kVipCounterparty);
+  bool urgent = Has(s, SignalKind::kUrgentLanguage);
   bool newsletter = who != nullptr &&
                     std::find(who->tags.begin(), who->tags.end(), "newsletter") != who->tags.end();
   if (newsletter) {
@@ -43,14 +43,14 @@ PolicyChoice DefaultPolicy(const std::vector<Signal>& s, const Entity* who) {
             "No rule matched; default policy: urgent messages from VIPs interrupt, even in a "
             "focus block."};
   }
-  if (Has(s, "active_focus_block")) {
+  if (Has(s, SignalKind::kActiveFocusBlock)) {
     return {TriageClass::kSurfaceAtTransition,
             "No rule matched; default policy: hold messages until the focus block ends."};
   }
   if (vip || urgent) {
     // The clause that applied, and its evidence (the signal's own sentence): never "VIP"
     // for a message that is only urgent, nor "urgent" for a VIP's calm one.
-    const char* kind = urgent ? "urgent_language" : "vip_counterparty";
+    SignalKind kind = urgent ? SignalKind::kUrgentLanguage : SignalKind::kVipCounterparty;
     auto evidence =
         std::find_if(s.begin(), s.end(), [&](const Signal& x) { return x.kind == kind; });
     return {TriageClass::kInterruptNow,
