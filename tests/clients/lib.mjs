@@ -97,6 +97,30 @@ export function expectCoreTools(tools, what) {
     return byName;
 }
 
+/** Checks that an SDK client's onerror saw nothing (`errors`: what it collected). */
+export function expectNoTransportErrors(errors) {
+    expect(errors.length === 0, `client.onerror saw: ${errors.map(describeError).join(' | ')}`);
+}
+
+/** Connects `client` over `transport`, expecting a refusal; returns the error (always closes). */
+export async function connectError(client, transport, timeout = 10_000) {
+    let err;
+    try {
+        await client.connect(transport, { timeout });
+    } catch (e) {
+        err = e;
+    } finally {
+        await client.close().catch(() => {});
+    }
+    return err;
+}
+
+/** Stops a server from startServer with SIGTERM and expects exit code 0. */
+export async function expectSigtermExit0(server) {
+    const { code, signal } = await server.stop();
+    expect(code === 0, `exit code ${code}, signal ${signal}`);
+}
+
 // ---------------------------------------------------------------- check runner
 
 export class Suite {

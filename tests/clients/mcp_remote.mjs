@@ -16,7 +16,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-import { Suite, expect, expectEqual, makeDataDir, createToken, show, startServer } from './lib.mjs';
+import { Suite, expect, expectEqual, expectSigtermExit0, makeDataDir, createToken, show, startServer } from './lib.mjs';
 import { cli, signedInPage } from './person.mjs';
 
 const WORKSPACE = 'remote';
@@ -126,8 +126,5 @@ await suite.run(async s => {
         await b.client.close().catch(() => {});
     });
 
-    await s.check('serve stops on SIGTERM with exit 0', async () => {
-        const r = await server.stop();
-        expectEqual(r.code, 0, 'exit code');
-    });
+    await s.check('serve stops on SIGTERM with exit 0', () => expectSigtermExit0(server));
 });

@@ -6,7 +6,7 @@
 
 import { createServer } from 'node:http';
 
-import { Suite, expect, expectEqual, makeDataDir, createToken, show, startServer } from './lib.mjs';
+import { Suite, expect, expectEqual, expectSigtermExit0, makeDataDir, createToken, show, startServer } from './lib.mjs';
 import { cli, signedInPage } from './person.mjs';
 
 /** A loopback listener for the redirect: resolves each code (or error) it receives. */
@@ -173,9 +173,6 @@ export async function runOAuthFlow({ era, sdk, workspace, finishAuthWith }) {
             expectEqual([refresh.status, (await refresh.json()).error], [400, 'invalid_grant'], 'refresh after revocation');
         });
 
-        await s.check('serve stops on SIGTERM with exit 0', async () => {
-            const r = await server.stop();
-            expectEqual(r.code, 0, 'exit code');
-        });
+        await s.check('serve stops on SIGTERM with exit 0', () => expectSigtermExit0(server));
     });
 }

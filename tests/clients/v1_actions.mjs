@@ -33,6 +33,8 @@ import {
     describeError,
     expect,
     expectEqual,
+    expectNoTransportErrors,
+    expectSigtermExit0,
     expectTextMirrorsStructured,
     expectToolError,
     freePort,
@@ -425,11 +427,6 @@ function parseMail(raw) {
     return { headers, body };
 }
 
-async function expectSigtermExit0(server) {
-    const { code, signal } = await server.stop();
-    expect(code === 0, `exit code ${code}, signal ${signal}`);
-}
-
 // ---------------------------------------------------------------- the script
 
 await suite.run(async s => {
@@ -651,7 +648,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the outbox server sessions', () => {
-        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(transportErrors);
     });
     await s.check('sessions end cleanly', async () => {
         await closeClient(client);
@@ -716,7 +713,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the webhook server session; session ends', async () => {
-        expect(errorsB.length === 0, `client.onerror saw: ${errorsB.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(errorsB);
         await closeClient(clientB);
     });
     await s.check('SIGTERM stops the webhook server with exit code 0', () => expectSigtermExit0(serverB));
@@ -838,7 +835,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the smtp server session; session ends', async () => {
-        expect(errorsD.length === 0, `client.onerror saw: ${errorsD.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(errorsD);
         await closeClient(clientD);
     });
     await s.check('SIGTERM stops the smtp server with exit code 0', () => expectSigtermExit0(serverD));
@@ -935,7 +932,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the earned-trust server sessions; sessions end', async () => {
-        expect(errorsE.length === 0, `client.onerror saw: ${errorsE.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(errorsE);
         await closeClient(clientE);
         await closeClient(personClientE);
     });
@@ -999,7 +996,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the race server session; session ends', async () => {
-        expect(errorsF.length === 0, `client.onerror saw: ${errorsF.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(errorsF);
         await closeClient(clientF);
     });
     await s.check('SIGTERM stops the race server with exit code 0', () => expectSigtermExit0(serverF));
@@ -1066,7 +1063,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors on the model-drafter server session; session ends', async () => {
-        expect(errorsG.length === 0, `client.onerror saw: ${errorsG.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(errorsG);
         await closeClient(clientG);
     });
     await s.check('SIGTERM stops the model-drafter server with exit code 0', () => expectSigtermExit0(serverG));

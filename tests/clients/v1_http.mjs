@@ -7,27 +7,26 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
+import { CORE_TOOL_CHECKS, V1_HANDSHAKE_CHECKS, checkCoreTools, checkV1Handshake } from './core.mjs';
 import {
     Suite,
+    connectError,
     createToken,
     describeError,
     expect,
-    expectCoreTools,
     expectEqual,
-    expectToolError,
-    expectWorkspaceStatus,
+    expectNoTransportErrors,
+    expectSigtermExit0,
     initializeBody,
     makeDataDir,
     rawPost,
-    responseTo,
-    show,
     startServer,
     tapTransport
 } from './lib.mjs';
 
 const WORKSPACE = 'sdk-v1-http';
 const PROTOCOL = '2025-11-25';
-const suite = new Suite('v1_http', 17);
+const suite = new Suite('v1_http', 11 + V1_HANDSHAKE_CHECKS + CORE_TOOL_CHECKS);
 
 function newClient() {
     return new Client({ name: 'cortex-interop-v1-http', version: '1.0.0' }, { capabilities: {} });
@@ -59,16 +58,7 @@ await suite.run(async s => {
     });
 
     await s.check('v1 client with a wrong token fails to connect with 401', async () => {
-        const client = newClient();
-        const transport = newTransport(server.mcpUrl, 'wrong-' + token);
-        let err;
-        try {
-            await client.connect(transport, { timeout: 10_000 });
-        } catch (e) {
-            err = e;
-        } finally {
-            await client.close().catch(() => {});
-        }
+        const err = await connectError(newClient(), newTransport(server.mcpUrl, 'wrong-' + token));
         expect(err, 'connect() unexpectedly succeeded with a wrong token');
         expect(
             (err instanceof StreamableHTTPError && err.code === 401) || /\b401\b/.test(String(err.message)),
@@ -87,45 +77,11 @@ await suite.run(async s => {
         fatal: true
     });
 
-    await s.check(`negotiated protocol version is ${PROTOCOL}`, () => {
-        const init = responseTo(tap, 'initialize');
-        expect(init && init.result, `no initialize result recorded: ${show(init)}`);
-        expectEqual(init.result.protocolVersion, PROTOCOL, 'initialize result.protocolVersion');
-        expectEqual(transport.protocolVersion, PROTOCOL, 'transport.protocolVersion (sent as MCP-Protocol-Version)');
-        const info = client.getServerVersion();
-        expect(info && typeof info.name === 'string' && info.name.length > 0, `serverInfo.name missing: ${show(info)}`);
-        expect(client.getServerCapabilities()?.tools, `server capabilities lack "tools": ${show(client.getServerCapabilities())}`);
-        s.info(`server ${info.name} ${info.version}; session id ${transport.sessionId ? 'assigned' : 'not assigned'}`);
-    });
-
-    await s.check('ping', async () => {
-        const r = await client.ping();
-        expect(r && typeof r === 'object', `ping result: ${show(r)}`);
-    });
-
-    await s.check('tools/list has workspace.status and entity.lookup with input and output schemas', async () => {
-        const { tools } = await client.listTools();
-        expectCoreTools(tools, 'tools/list');
-    });
-
-    await s.check('workspace.status returns the workspace (structuredContent == JSON text)', async () => {
-        const result = await client.callTool({ name: 'workspace.status', arguments: {} });
-        expectWorkspaceStatus(result, WORKSPACE, 'workspace.status');
-    });
-
-    await s.check('entity.lookup with an unknown identifier is a tool error not_found', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: { identifier: 'nobody-such@example.invalid' } });
-        expectToolError(result, 'not_found', 'entity.lookup(unknown)');
-    });
-
-    await s.check('entity.lookup without identifier is a tool error invalid_arguments naming the field', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: {} });
-        const body = expectToolError(result, 'invalid_arguments', 'entity.lookup({})');
-        expect(body.message.includes('identifier'), `message should mention "identifier": ${show(body.message)}`);
-    });
+    await checkV1Handshake(s, client, tap, PROTOCOL, { transport });
+    await checkCoreTools(s, client, { workspace: WORKSPACE, unknownIdentifier: 'nobody-such@example.invalid' });
 
     await s.check('no transport errors during the session (incl. the GET /mcp SSE stream: 200 or 405)', () => {
-        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(transportErrors);
     });
 
     await s.check('session ends cleanly (DELETE /mcp if a session id was assigned, then close)', async () => {
@@ -133,10 +89,7 @@ await suite.run(async s => {
         await client.close();
     });
 
-    await s.check('SIGTERM stops the server with exit code 0', async () => {
-        const { code, signal } = await server.stop();
-        expect(code === 0, `exit code ${code}, signal ${signal}`);
-    });
+    await s.check('SIGTERM stops the server with exit code 0', () => expectSigtermExit0(server));
 
     await s.check('server stops listening after exit', async () => {
         let reachable = true;

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { Suite, createToken, expectEqual, makeDataDir, requireCortexBin, startServer } from './lib.mjs';
+import { Suite, createToken, expectSigtermExit0, expectEqual, makeDataDir, requireCortexBin, startServer } from './lib.mjs';
 import { CHECKS_PER_CLIENT, WORKSPACE, checkResourcesAndPrompts, draftForApproval, loadDemo } from './resources.mjs';
 
 const RESOURCE_NOT_FOUND = -32002; // the 2025-11-25 era's code
@@ -93,10 +93,7 @@ await suite.run(async s => {
         }
     });
     await client.close().catch(() => {});
-    await s.check('server stops', async () => {
-        const { code } = await server.stop();
-        expectEqual(code, 0, 'exit code');
-    });
+    await s.check('server stops', () => expectSigtermExit0(server));
 
     // The same over stdio (one process at a time on the data directory).
     const stdio = newClient();

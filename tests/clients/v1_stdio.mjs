@@ -6,25 +6,22 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
+import { CORE_TOOL_CHECKS, V1_HANDSHAKE_CHECKS, checkCoreTools, checkV1Handshake } from './core.mjs';
 import {
     Suite,
+    connectError,
     createToken,
     describeError,
     expect,
-    expectCoreTools,
-    expectEqual,
-    expectToolError,
-    expectWorkspaceStatus,
+    expectNoTransportErrors,
     makeDataDir,
     requireCortexBin,
-    responseTo,
-    show,
     tapTransport
 } from './lib.mjs';
 
 const WORKSPACE = 'sdk-v1-stdio';
 const PROTOCOL = '2025-11-25';
-const suite = new Suite('v1_stdio', 12);
+const suite = new Suite('v1_stdio', 6 + V1_HANDSHAKE_CHECKS + CORE_TOOL_CHECKS);
 
 function newTransport(dataDir, token) {
     return new StdioClientTransport({
@@ -67,43 +64,11 @@ await suite.run(async s => {
         childExit = new Promise(resolve => child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));
     }, { fatal: true });
 
-    await s.check(`negotiated protocol version is ${PROTOCOL}`, () => {
-        const init = responseTo(tap, 'initialize');
-        expect(init && init.result, `no initialize result recorded: ${show(init)}`);
-        expectEqual(init.result.protocolVersion, PROTOCOL, 'initialize result.protocolVersion');
-        const info = client.getServerVersion();
-        expect(info && typeof info.name === 'string' && info.name.length > 0, `serverInfo.name missing: ${show(info)}`);
-        expect(client.getServerCapabilities()?.tools, `server capabilities lack "tools": ${show(client.getServerCapabilities())}`);
-    });
-
-    await s.check('ping', async () => {
-        const r = await client.ping();
-        expect(r && typeof r === 'object', `ping result: ${show(r)}`);
-    });
-
-    await s.check('tools/list has workspace.status and entity.lookup with input and output schemas', async () => {
-        const { tools } = await client.listTools();
-        expectCoreTools(tools, 'tools/list');
-    });
-
-    await s.check('workspace.status returns the workspace (structuredContent == JSON text)', async () => {
-        const result = await client.callTool({ name: 'workspace.status', arguments: {} });
-        expectWorkspaceStatus(result, WORKSPACE, 'workspace.status');
-    });
-
-    await s.check('entity.lookup with an unknown identifier is a tool error not_found', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: { identifier: '@no_such_handle' } });
-        expectToolError(result, 'not_found', 'entity.lookup(unknown)');
-    });
-
-    await s.check('entity.lookup without identifier is a tool error invalid_arguments naming the field', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: {} });
-        const body = expectToolError(result, 'invalid_arguments', 'entity.lookup({})');
-        expect(body.message.includes('identifier'), `message should mention "identifier": ${show(body.message)}`);
-    });
+    await checkV1Handshake(s, client, tap, PROTOCOL);
+    await checkCoreTools(s, client, { workspace: WORKSPACE, unknownIdentifier: '@no_such_handle' });
 
     await s.check('stdout carried only JSON-RPC (no transport/parse errors)', () => {
-        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(transportErrors);
     });
 
     await s.check('close(): server exits with code 0 once stdin is closed', async () => {
@@ -119,15 +84,7 @@ await suite.run(async s => {
 
     await s.check('a wrong CORTEX_TOKEN is refused (connect fails)', async () => {
         const bad = new Client({ name: 'cortex-interop-v1-stdio-bad', version: '1.0.0' }, { capabilities: {} });
-        const badTransport = newTransport(dataDir, 'wrong-' + token);
-        let err;
-        try {
-            await bad.connect(badTransport, { timeout: 10_000 });
-        } catch (e) {
-            err = e;
-        } finally {
-            await bad.close().catch(() => {});
-        }
+        const err = await connectError(bad, newTransport(dataDir, 'wrong-' + token));
         expect(err, 'connect() unexpectedly succeeded with a wrong CORTEX_TOKEN');
         s.info(`wrong token -> ${describeError(err)}`);
     });
@@ -139,14 +96,7 @@ await suite.run(async s => {
             args: ['mcp', '--stdio', '--data', dataDir],
             stderr: 'pipe'
         });
-        let err;
-        try {
-            await bad.connect(badTransport, { timeout: 10_000 });
-        } catch (e) {
-            err = e;
-        } finally {
-            await bad.close().catch(() => {});
-        }
+        const err = await connectError(bad, badTransport);
         expect(err, 'connect() unexpectedly succeeded without CORTEX_TOKEN');
     });
 });

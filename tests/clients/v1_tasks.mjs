@@ -14,7 +14,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { Suite, createToken, expect, expectEqual, makeDataDir, requireCortexBin, show, startServer } from './lib.mjs';
+import { Suite, createToken, expectSigtermExit0, expect, expectEqual, makeDataDir, requireCortexBin, show, startServer } from './lib.mjs';
 import { DRAFT_MESSAGE, SARAH, WORKSPACE, loadDemo } from './resources.mjs';
 
 const suite = new Suite('v1_tasks', 10);
@@ -111,8 +111,5 @@ await suite.run(async s => {
     });
 
     await client.close().catch(() => {});
-    await s.check('server stops', async () => {
-        const { code } = await server.stop();
-        expectEqual(code, 0, 'exit code');
-    });
+    await s.check('server stops', () => expectSigtermExit0(server));
 });

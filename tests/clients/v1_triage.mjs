@@ -14,9 +14,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
     Suite,
     createToken,
-    describeError,
     expect,
     expectEqual,
+    expectNoTransportErrors,
+    expectSigtermExit0,
     expectTextMirrorsStructured,
     expectToolError,
     makeDataDir,
@@ -327,7 +328,7 @@ await suite.run(async s => {
     // ---- teardown
 
     await s.check('no transport errors during the sessions', () => {
-        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(transportErrors);
     });
 
     await s.check('sessions end cleanly', async () => {
@@ -338,8 +339,5 @@ await suite.run(async s => {
         }
     });
 
-    await s.check('SIGTERM stops the server with exit code 0', async () => {
-        const { code, signal } = await server.stop();
-        expect(code === 0, `exit code ${code}, signal ${signal}`);
-    });
+    await s.check('SIGTERM stops the server with exit code 0', () => expectSigtermExit0(server));
 });

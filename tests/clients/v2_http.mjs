@@ -12,14 +12,16 @@
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
+import { CORE_TOOL_CHECKS, checkCoreTools } from './core.mjs';
 import {
     Suite,
+    connectError,
     createToken,
     describeError,
     expect,
-    expectCoreTools,
     expectEqual,
-    expectToolError,
+    expectNoTransportErrors,
+    expectSigtermExit0,
     expectWorkspaceStatus,
     makeDataDir,
     show,
@@ -29,7 +31,7 @@ import {
 const WORKSPACE = 'sdk-v2-http';
 const MODERN = '2026-07-28';
 const PV_META = 'io.modelcontextprotocol/protocolVersion';
-const suite = new Suite('v2_http', 14);
+const suite = new Suite('v2_http', 10 + CORE_TOOL_CHECKS);
 
 /** fetch wrapper recording every HTTP exchange the transport makes. */
 function recordingFetch(log) {
@@ -86,15 +88,7 @@ await suite.run(async s => {
 
     await s.check('v2 client with a wrong token fails to connect with 401', async () => {
         const log = [];
-        const client = newClient('auto');
-        let err;
-        try {
-            await client.connect(newTransport(server.mcpUrl, 'wrong-' + token, log), { timeout: 10_000 });
-        } catch (e) {
-            err = e;
-        } finally {
-            await client.close().catch(() => {});
-        }
+        const err = await connectError(newClient('auto'), newTransport(server.mcpUrl, 'wrong-' + token, log));
         expect(err, 'connect() unexpectedly succeeded with a wrong token');
         expect(err.data?.status === 401 || /\b401\b/.test(String(err.message)), `expected an HTTP 401 error, got ${describeError(err)}`);
         expect(log.length > 0 && log.every(e => e.status === 401), `expected only 401 responses, got ${show(log.map(e => [e.rpcMethods, e.status]))}`);
@@ -127,26 +121,7 @@ await suite.run(async s => {
         s.info(`discover: supportedVersions=${show(discover.supportedVersions)} serverInfo=${show(client.getServerVersion())}`);
     });
 
-    await s.check('tools/list has workspace.status and entity.lookup with input and output schemas', async () => {
-        const { tools } = await client.listTools(undefined, { cacheMode: 'refresh' });
-        expectCoreTools(tools, 'tools/list');
-    });
-
-    await s.check('workspace.status returns the workspace (structuredContent == JSON text)', async () => {
-        const result = await client.callTool({ name: 'workspace.status', arguments: {} });
-        expectWorkspaceStatus(result, WORKSPACE, 'workspace.status');
-    });
-
-    await s.check('entity.lookup with an unknown identifier is a tool error not_found', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: { identifier: 'nobody@nowhere.example' } });
-        expectToolError(result, 'not_found', 'entity.lookup(unknown)');
-    });
-
-    await s.check('entity.lookup without identifier is a tool error invalid_arguments naming the field', async () => {
-        const result = await client.callTool({ name: 'entity.lookup', arguments: {} });
-        const body = expectToolError(result, 'invalid_arguments', 'entity.lookup({})');
-        expect(body.message.includes('identifier'), `message should mention "identifier": ${show(body.message)}`);
-    });
+    await checkCoreTools(s, client, { workspace: WORKSPACE, unknownIdentifier: 'nobody@nowhere.example', listToolsOptions: { cacheMode: 'refresh' } });
 
     await s.check(`every request after discover carried MCP-Protocol-Version ${MODERN}, Mcp-Method and _meta`, () => {
         const posts = log.filter(e => e.httpMethod === 'POST' && e.messages.some(m => m.id !== undefined && m.method));
@@ -167,7 +142,7 @@ await suite.run(async s => {
     });
 
     await s.check('no transport errors during the session', () => {
-        expect(transportErrors.length === 0, `client.onerror saw: ${transportErrors.map(describeError).join(' | ')}`);
+        expectNoTransportErrors(transportErrors);
     });
 
     await s.check('client closes cleanly', () => client.close());
@@ -186,8 +161,5 @@ await suite.run(async s => {
         }
     });
 
-    await s.check('SIGTERM stops the server with exit code 0', async () => {
-        const { code, signal } = await server.stop();
-        expect(code === 0, `exit code ${code}, signal ${signal}`);
-    });
+    await s.check('SIGTERM stops the server with exit code 0', () => expectSigtermExit0(server));
 });

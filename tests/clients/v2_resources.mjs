@@ -8,7 +8,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-import { Suite, createToken, expectEqual, makeDataDir, requireCortexBin, startServer } from './lib.mjs';
+import { Suite, createToken, expectSigtermExit0, expectEqual, makeDataDir, requireCortexBin, startServer } from './lib.mjs';
 import { CHECKS_PER_CLIENT, WORKSPACE, checkResourcesAndPrompts, draftForApproval, loadDemo } from './resources.mjs';
 
 const MODERN = '2026-07-28';
@@ -27,10 +27,7 @@ await suite.run(async s => {
     const decisionId = await s.check('action.communicate holds a draft for approval', () => draftForApproval(client), { fatal: true });
     await checkResourcesAndPrompts(s, client, 'v2 http', decisionId, -32602);
     await client.close().catch(() => {});
-    await s.check('server stops', async () => {
-        const { code } = await server.stop();
-        expectEqual(code, 0, 'exit code');
-    });
+    await s.check('server stops', () => expectSigtermExit0(server));
 
     // The same over stdio (one process at a time on the data directory).
     const stdio = newClient();
