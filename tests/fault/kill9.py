@@ -51,10 +51,7 @@ runs out; the next incarnation then delivers it again under the same Idempotency
 """
 
 import argparse
-import hashlib
-import hmac
 import http.client
-import http.server
 import json
 import os
 import random
@@ -67,18 +64,18 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import uuid
-from datetime import datetime, timedelta, timezone
+
+from faultlib import (LEVEL_RE, LEVELS, Book as BaseBook, HarnessError, LoadClient, Receiver,
+                      accepted_by_key, episodes_request, http_exchange, now_iso,
+                      report_failures, seed_entities, stop_clients, wait_settled)
 
 MODERN = "2026-07-28"
 WORKSPACE = "fault"
 SECRET = "kill9-webhook-secret"
-LEVELS = (1, 2, 3)
 TONES = (None, "neutral", "direct", "warm", "formal")
 NONCE_RE = re.compile(r"k9n=([0-9a-f]{16})")
 NOT_PENDING_RE = re.compile(r"is (\w+), not pending")
-LEVEL_RE = re.compile(r"trust level (\d)")
 
 # Where each decision status may still go (pending -> executed -> delivered | failed).
 LATER = {
@@ -90,93 +87,6 @@ LATER = {
     "expired": {"expired"},
     "refused": {"refused"},
 }
-
-
-def now_iso(offset_s=0):
-    t = datetime.now(timezone.utc) + timedelta(seconds=offset_s)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class HarnessError(Exception):
-    pass
-
-
-# --------------------------------------------------------------------------------------------
-# The webhook receiver
-# --------------------------------------------------------------------------------------------
-
-class Receiver:
-    """Records every POST. An accepted POST (the receiver acted on it) is one whose
-    signature checked out and that was not answered 503 on purpose; it is recorded before
-    the answer is written, as a real receiver would apply it before acknowledging."""
-
-    def __init__(self, fail_rate, rng):
-        self.lock = threading.Lock()
-        self.posts = []  # dicts: key, action_id, sig_ok, accepted, content, at
-        self.fail_rate = fail_rate
-        self.rng = rng
-        self.kill_hook = None  # set by the main thread: called (once) on the next POST
-        self.last_post_at = 0.0
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n)
-                receiver.handle(self, raw)
-
-        class Quiet(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request, client_address):
-                pass  # a sender SIGKILLed mid-request resets the connection: expected
-
-        self.httpd = Quiet(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hooks/cortex"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def handle(self, h, raw):
-        key = h.headers.get("Idempotency-Key", "")
-        sig = h.headers.get("X-Cortex-Signature", "")
-        want = "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
-        sig_ok = hmac.compare_digest(sig, want)
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            doc = {}
-        content = (doc.get("workspace_id"), doc.get("to"), doc.get("body"), doc.get("queued_at"))
-        with self.lock:
-            hook, self.kill_hook = self.kill_hook, None
-            fail = hook is None and sig_ok and self.rng.random() < self.fail_rate
-            accepted = sig_ok and not fail
-            self.posts.append({"key": key, "action_id": doc.get("action_id"), "sig_ok": sig_ok,
-                               "accepted": accepted, "content": content,
-                               "body": doc.get("body") or "", "at": time.time(),
-                               "killed_here": hook is not None})
-            self.last_post_at = time.monotonic()
-        if hook is not None:
-            hook()  # SIGKILL the server before it can hear the answer
-        status = 200 if accepted else (401 if not sig_ok else 503)
-        try:
-            h.send_response(status)
-            h.send_header("Content-Length", "0")
-            h.end_headers()
-        except OSError:
-            pass
-
-    def snapshot(self):
-        with self.lock:
-            return list(self.posts)
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,14 +252,8 @@ def http_call(port, method, path, body, headers, timeout=10):
         raise Unknown("no server", sent=False)
     InFlight.add(1)
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        try:
-            c.request(method, path, body=body, headers=headers)
-            r = c.getresponse()
-            data = r.read()
-            return r.status, r.getheader("Content-Type") or "", data
-        finally:
-            c.close()
+        status, h, data = http_exchange(port, method, path, body, headers, timeout)
+        return status, h.get("content-type") or "", data
     except ConnectionRefusedError as e:
         raise Unknown(f"{type(e).__name__}: {e}", sent=False) from None
     except (OSError, http.client.HTTPException) as e:
@@ -399,8 +303,7 @@ def call_tool(port, token, name, args, timeout=10):
 
 
 def post_episodes(port, token, lines, timeout=15):
-    body = ("\n".join(json.dumps(l) for l in lines) + "\n").encode()
-    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/x-ndjson"}
+    body, headers = episodes_request(token, lines)
     status, _, data = http_call(port, "POST", "/v1/episodes", body, headers, timeout)
     try:
         return status, json.loads(data)
@@ -412,11 +315,11 @@ def post_episodes(port, token, lines, timeout=15):
 # What the clients saw
 # --------------------------------------------------------------------------------------------
 
-class Book:
+class Book(BaseBook):
     """Everything the clients sent and every answer they got; shared by all threads."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        super().__init__()
         self.decisions = {}  # decision_id -> dict (see record_communicate)
         self.pending = []  # decision ids awaiting approve/reject (level 1 and 2)
         self.nonces = {}  # nonce -> decision_id or None (reply lost)
@@ -427,48 +330,27 @@ class Book:
                        "retries_after_lost_reply": 0, "double_approvals": 0,
                        "no_decision_answers": 0, "http_errors": 0, "ingest_batches": 0,
                        "ingest_unknown": 0, "ingest_resent": 0}
-        self.problems = []  # violations seen while running
-
-    def bump(self, key, n=1):
-        with self.lock:
-            self.counts[key] = self.counts.get(key, 0) + n
-
-    def problem(self, text):
-        with self.lock:
-            self.problems.append(text)
 
 
-class Client(threading.Thread):
+class Client(LoadClient):
     """An agent (`token`: read,act) that drafts and ingests, and its person (`person`:
     read,approve) who approves and rejects the drafts."""
 
     def __init__(self, idx, server, token, person, book, stop, rng, pace):
-        super().__init__(name=f"client-{idx}", daemon=True)
-        self.idx = idx
+        super().__init__(idx, book, stop, rng, pace)
         self.server = server
         self.token = token
         self.person = person
-        self.book = book
-        self.stop = stop
-        self.rng = rng
-        self.pace = pace
-        self.error = None
 
-    def run(self):
-        try:
-            while not self.stop.is_set():
-                r = self.rng.random()
-                if r < 0.45:
-                    self.communicate()
-                elif r < 0.70:
-                    self.approve()
-                elif r < 0.82:
-                    self.reject()
-                else:
-                    self.ingest()
-                time.sleep(self.rng.uniform(0, self.pace))
-        except Exception:  # a harness bug: report it, do not hide it
-            self.error = traceback.format_exc()
+    def step(self, r):
+        if r < 0.45:
+            self.communicate()
+        elif r < 0.70:
+            self.approve()
+        elif r < 0.82:
+            self.reject()
+        else:
+            self.ingest()
 
     # -- helpers
 
@@ -768,13 +650,7 @@ def setup_store(bin_path, data, n_clients, per_level):
                   if len(cols) >= 5 and cols[4].startswith("kill9-person-")}
     if len(person_ids) != n_clients:
         raise HarnessError(f"token list shows {len(person_ids)} person tokens: {p.stdout}")
-    lines, entities = [], []
-    for level in LEVELS:
-        for i in range(per_level):
-            addr = f"seed{level}-{i}@k9.example"
-            lines.append({"type": "entity", "name": f"Seed {level}-{i}",
-                          "identifiers": [addr, f"@seed{level}x{i}"], "tags": [f"l{level}"]})
-            entities.append((addr, level))
+    lines, entities = seed_entities("k9.example", per_level, handles=True)
     p = cli(bin_path, "ingest", "--data", data, "--workspace", WORKSPACE, "-",
             stdin="\n".join(json.dumps(l) for l in lines) + "\n")
     if p.returncode != 0:
@@ -804,9 +680,7 @@ def workspace_id(db):
 def settle(data, receiver, timeout):
     """Waits until no outbox row is pending and no supervised action waits for its undo
     window. Returns (settled, seconds, what was left)."""
-    t0 = time.monotonic()
-    left = None
-    while time.monotonic() - t0 < timeout:
+    def poll():
         try:
             db = open_db(data)
             try:
@@ -822,15 +696,12 @@ def settle(data, receiver, timeout):
             finally:
                 db.close()
         except sqlite3.Error as e:
-            left = f"store not readable: {e}"
-            time.sleep(0.5)
-            continue
-        left = (f"{outbox} outbox rows pending, {supervised} supervised actions in their "
+            return False, f"store not readable: {e}"
+        return (outbox == 0 and supervised == 0 and executed == 0,
+                f"{outbox} outbox rows pending, {supervised} supervised actions in their "
                 f"undo window, {executed} actions executed but not delivered")
-        if outbox == 0 and supervised == 0 and executed == 0:
-            return True, time.monotonic() - t0, left
-        time.sleep(0.5)
-    return False, time.monotonic() - t0, left
+
+    return wait_settled(poll, timeout, 0.5)
 
 
 def parallel(items, fn, n=4):
@@ -902,7 +773,7 @@ def main():
     print(f"kill9: seed={seed} kills={opts.kills} (in delivery: {in_delivery}) "
           f"clients={opts.clients} data={data}", flush=True)
 
-    receiver = Receiver(opts.fail_rate, random.Random(rng.random()))
+    receiver = Receiver(SECRET, opts.fail_rate, random.Random(rng.random()), quiet_resets=True)
     config = os.path.join(data, "kill9.toml")
     write_config(config, receiver.url)
     server = Server(bin_path, data, config, log_dir)
@@ -1003,13 +874,7 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
 
     # A little load on the last incarnation, then the clients stop (finishing any retries).
     time.sleep(rng.uniform(opts.min_up, opts.max_up))
-    stop.set()
-    for c in clients:
-        c.join(60)
-        if c.is_alive():
-            raise HarnessError(f"{c.name} did not stop")
-        if c.error:
-            raise HarnessError(f"{c.name} failed:\n{c.error}")
+    stop_clients(stop, clients)
     load_s = time.monotonic() - started
 
     if opts.verbose:
@@ -1150,11 +1015,7 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
     bad_sig = [p for p in posts if not p["sig_ok"]]
     for p_ in bad_sig[:5]:
         failures.append(f"webhook POST with a bad signature for key {p_['key']}")
-    accepted = {}
-    for p_ in posts:
-        if p_["accepted"]:
-            accepted.setdefault(p_["key"], []).append(p_)
-    redelivered = sum(len(v) - 1 for v in accepted.values())
+    accepted, redelivered = accepted_by_key(posts)
     duplicates = []
     for key, ps in accepted.items():
         if any(p_["action_id"] != key for p_ in ps):
@@ -1323,15 +1184,11 @@ def run(opts, bin_path, data, server, receiver, rng, in_delivery, started):
           f"ingest_acknowledged={len(ing_acked)} ingest_lost={ingest_lost} "
           f"ingest_partial={partial} violations={len(failures)} seconds={total_s:.0f}",
           flush=True)
-    if failures:
-        print(f"kill9: FAIL: {len(failures)} violation(s):", file=sys.stderr)
-        for f in failures[:60]:
-            print("  - " + f, file=sys.stderr)
-            ids = sorted(set(re.findall(r"\b(?:act|dec)_[0-9A-Z]{26}\b", f)))
-            for line in server.grep_logs(ids, limit=6) if ids else []:
-                print("      " + line, file=sys.stderr)
-        if len(failures) > 60:
-            print(f"  ... and {len(failures) - 60} more", file=sys.stderr)
+    def log_lines(f):
+        ids = sorted(set(re.findall(r"\b(?:act|dec)_[0-9A-Z]{26}\b", f)))
+        return server.grep_logs(ids, limit=6) if ids else []
+
+    if not report_failures("kill9", failures, log_lines):
         return False
     print("kill9: ok", flush=True)
     return True

@@ -54,10 +54,7 @@ and exits 0, or prints every violation and exits 1 (2: the harness itself failed
 """
 
 import argparse
-import hashlib
-import hmac
 import http.client
-import http.server
 import json
 import os
 import random
@@ -67,9 +64,11 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 import uuid
-from datetime import datetime, timedelta, timezone
+
+from faultlib import (LEVEL_RE, LEVELS, Book as BaseBook, HarnessError, LoadClient, Receiver,
+                      accepted_by_key, episodes_request, http_exchange, now_iso,
+                      report_failures, seed_entities, stop_clients, wait_settled)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "multi"))
@@ -77,71 +76,13 @@ import harness  # noqa: E402  (tests/multi/harness.py)
 from harness import M, SECRET, Instance, cli, create_token, ledger_verify  # noqa: E402
 
 WORKSPACE = "pgcrash"
-LEVELS = (1, 2, 3)
 NONCE_RE = re.compile(r"pgn=([0-9a-f]{16})")
-LEVEL_RE = re.compile(r"trust level (\d)")
 IN_DOUBT = "outcome unknown"  # PgConn: the connection broke during COMMIT
 
 
-class HarnessError(Exception):
-    pass
-
-
-def now_iso(offset_s=0):
-    t = datetime.now(timezone.utc) + timedelta(seconds=offset_s)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # --------------------------------------------------------------------------------------------
-# The webhook receiver and the database
+# The database
 # --------------------------------------------------------------------------------------------
-
-class Receiver:
-    """Answers every well-signed POST 200 and records it (key, action id, body)."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.posts = []
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                want = "sha256=" + hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
-                ok = hmac.compare_digest(self.headers.get("X-Cortex-Signature", ""), want)
-                try:
-                    doc = json.loads(raw)
-                except ValueError:
-                    doc = {}
-                with receiver.lock:
-                    receiver.posts.append({"key": self.headers.get("Idempotency-Key", ""),
-                                           "action_id": doc.get("action_id"), "sig_ok": ok,
-                                           "body": doc.get("body") or "",
-                                           "to": doc.get("to")})
-                self.send_response(200 if ok else 401)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        class Quiet(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-        self.httpd = Quiet(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hooks/cortex"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def snapshot(self):
-        with self.lock:
-            return list(self.posts)
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 def sql(database, query):
     """Rows of `query` (tab-separated text columns) through psql."""
@@ -163,15 +104,10 @@ class NoAnswer(Exception):
 
 
 def http_call(port, method, path, body, headers, timeout):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        c.request(method, path, body=body, headers=headers)
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        return http_exchange(port, method, path, body, headers, timeout)
     except (OSError, http.client.HTTPException) as e:
         raise NoAnswer(f"{type(e).__name__}: {e}") from None
-    finally:
-        c.close()
 
 
 def tool_call(inst, token, name, args, timeout=20):
@@ -196,10 +132,8 @@ def tool_call(inst, token, name, args, timeout=20):
 
 
 def post_episodes(inst, token, lines, timeout=20):
-    body = ("\n".join(json.dumps(l) for l in lines) + "\n").encode()
-    status, h, data = http_call(inst.port, "POST", "/v1/episodes", body,
-                                {"Authorization": "Bearer " + token,
-                                 "Content-Type": "application/x-ndjson"}, timeout)
+    body, headers = episodes_request(token, lines)
+    status, h, data = http_call(inst.port, "POST", "/v1/episodes", body, headers, timeout)
     text = data.decode("utf-8", "replace")
     if status == 200:
         return "ok", json.loads(text)
@@ -215,55 +149,37 @@ def says_retry(body):
     return body.get("error") in ("unavailable", "action_engine_error")
 
 
-class Book:
+class Book(BaseBook):
     """What the clients were told; shared by all threads."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        super().__init__()
         self.decisions = {}  # decision_id -> record
         self.pending = []  # decision ids a person may approve or reject
         self.refused_nonces = {}  # nonce -> the refusal: the proposal must not be stored
         self.entities = []  # (address, level) of acknowledged counterparties
         self.batches = []  # {"ext": [...], "outcome": ack|refused|unknown}
-        self.counts = {}
-        self.problems = []
         self.unclean = []  # answers that were neither a result nor a clean "retry"
         self.left_alone = []  # level-1 drafts nobody will decide (expired by the harness)
 
-    def bump(self, key, n=1):
-        with self.lock:
-            self.counts[key] = self.counts.get(key, 0) + n
 
-    def problem(self, text):
-        with self.lock:
-            self.problems.append(text)
-
-
-class Client(threading.Thread):
+class Client(LoadClient):
     """An agent (read,act) that proposes and ingests through either instance, and its
     person (read,approve) who approves and rejects."""
 
     def __init__(self, idx, instances, token, person, book, stop, rng):
-        super().__init__(name=f"client-{idx}", daemon=True)
-        self.idx, self.instances, self.token, self.person = idx, instances, token, person
-        self.book, self.stop, self.rng = book, stop, rng
-        self.error = None
+        super().__init__(idx, book, stop, rng, pace=0.02)
+        self.instances, self.token, self.person = instances, token, person
 
-    def run(self):
-        try:
-            while not self.stop.is_set():
-                r = self.rng.random()
-                if r < 0.45:
-                    self.communicate()
-                elif r < 0.65:
-                    self.decide("approve")
-                elif r < 0.75:
-                    self.decide("reject")
-                else:
-                    self.ingest()
-                time.sleep(self.rng.uniform(0, 0.02))
-        except Exception:  # a harness bug: report it, do not hide it
-            self.error = traceback.format_exc()
+    def step(self, r):
+        if r < 0.45:
+            self.communicate()
+        elif r < 0.65:
+            self.decide("approve")
+        elif r < 0.75:
+            self.decide("reject")
+        else:
+            self.ingest()
 
     def inst(self):
         return self.rng.choice(self.instances)
@@ -507,34 +423,25 @@ def burst(inst, token, n=32, width=16):
 
 
 def settle(db, ws, timeout):
-    t0 = time.monotonic()
-    left = None
-    while time.monotonic() - t0 < timeout:
+    def poll():
         (outbox, supervised, executed), = sql(db, (
             f"SELECT (SELECT count(*) FROM outbox WHERE workspace_id = '{ws}' AND kind = "
             f"'message' AND status = 'pending'), (SELECT count(*) FROM actions WHERE "
             f"workspace_id = '{ws}' AND status = 'pending' AND (level = 2 OR due_at <= "
             f"{int(time.time() * 1000)})), (SELECT count(*) "
             f"FROM actions WHERE workspace_id = '{ws}' AND status = 'executed')"))
-        left = (f"{outbox} outbox rows pending, {supervised} actions due or in their undo "
+        return ((outbox, supervised, executed) == ("0", "0", "0"),
+                f"{outbox} outbox rows pending, {supervised} actions due or in their undo "
                 f"window, {executed} actions executed but not delivered")
-        if (outbox, supervised, executed) == ("0", "0", "0"):
-            return True, time.monotonic() - t0, left
-        time.sleep(0.3)
-    return False, time.monotonic() - t0, left
+
+    return wait_settled(poll, timeout, 0.3)
 
 
 def setup(db, n_clients):
     tokens = [create_token(db, WORKSPACE, "read,act", f"pgc-{i}") for i in range(n_clients + 1)]
     persons = [create_token(db, WORKSPACE, "read,approve", f"pgc-person-{i}")
                for i in range(n_clients)]
-    lines, entities = [], []
-    for level in LEVELS:
-        for i in range(12):
-            addr = f"seed{level}-{i}@pgcrash.example"
-            lines.append({"type": "entity", "name": f"Seed {level}-{i}",
-                          "identifiers": [addr], "tags": [f"l{level}"]})
-            entities.append((addr, level))
+    lines, entities = seed_entities("pgcrash.example", 12)
     cli(db, "ingest", "--workspace", WORKSPACE, "-",
         stdin="".join(json.dumps(l) + "\n" for l in lines))
     for level in LEVELS:
@@ -569,7 +476,7 @@ def main():
     harness.start_cluster("cortex-pgcrash-")
     print(f"pg_crash: seed={seed} rounds={opts.rounds} clients={opts.clients} "
           f"cluster={M['pg_dir']} logs={M['log_dir']}", flush=True)
-    receiver = Receiver()
+    receiver = Receiver(SECRET)
     ok = None
     try:
         ok = run(opts, rng, receiver)
@@ -651,13 +558,7 @@ def run(opts, rng, receiver):
               f"instances answered again after "
               f"{', '.join('never' if s is None else f'{s:.2f}s' for s in up)}", flush=True)
     time.sleep(rng.uniform(opts.min_up, opts.max_up))
-    stop.set()
-    for c in clients:
-        c.join(60)
-        if c.is_alive():
-            raise HarnessError(f"{c.name} did not stop")
-        if c.error:
-            raise HarnessError(f"{c.name} failed:\n{c.error}")
+    stop_clients(stop, clients)
     load_s = time.monotonic() - started
 
     ws = sql(db, f"SELECT id FROM workspaces WHERE name = '{WORKSPACE}'")[0][0]
@@ -758,13 +659,10 @@ def run(opts, rng, receiver):
 
     # ------------------------------------------------------------------ scheduled work
     posts = receiver.snapshot()
-    accepted = {}
     for p in posts:
         if not p["sig_ok"]:
             failures.append(f"a webhook POST with a bad signature (key {p['key']})")
-        else:
-            accepted.setdefault(p["key"], []).append(p)
-    redelivered = sum(len(v) - 1 for v in accepted.values())
+    accepted, redelivered = accepted_by_key(posts)
     duplicates = []
     for key, ps in accepted.items():
         if {p["action_id"] for p in ps} != {key}:
@@ -847,10 +745,7 @@ def run(opts, rng, receiver):
           f"redelivered_same_key={redelivered} partial_batches={partial} "
           f"unclean_answers={c.get('unclean', 0)} ledger={'ok' if rc == 0 else 'FAILED'} "
           f"violations={len(failures)} seconds={time.monotonic() - started:.0f}", flush=True)
-    if failures:
-        print(f"pg_crash: FAIL: {len(failures)} violation(s):", file=sys.stderr)
-        for f in failures[:60]:
-            print("  - " + f, file=sys.stderr)
+    if not report_failures("pg_crash", failures):
         return False
     print("pg_crash: ok", flush=True)
     return True
