@@ -247,11 +247,11 @@ std::optional<std::variant<json, RpcFailure>> McpServer::TaskMethod(
   auto task = ReadTask(store_, clock_, auth.workspace_id, task_id);
   if (!task.ok()) return TaskFailure(task.status());
   if (!modern && method == "tasks/result") {
-    if (task->status == "completed") return TaskResult(*task, modern);
-    if (task->status == "cancelled" || task->status == "failed") {
+    if (task->status == TaskStatus::kCompleted) return TaskResult(*task, modern);
+    if (task->status == TaskStatus::kCancelled || task->status == TaskStatus::kFailed) {
       return RpcFailure{{rpc::kInvalidParams,
-                         "Invalid params: task " + task->id + " ended " + task->status + ": " +
-                             task->status_message,
+                         "Invalid params: task " + task->id + " ended " +
+                             std::string(Name(task->status)) + ": " + task->status_message,
                          {}}};
     }
     if (req.transport != McpTransport::kHttp || !req.accepts_stream) {
@@ -268,13 +268,13 @@ std::optional<std::variant<json, RpcFailure>> McpServer::TaskMethod(
   }
   if (!modern) return LegacyTaskJson(*task);
   json body = TaskJson(*task);
-  if (task->status == "input_required") {
+  if (task->status == TaskStatus::kInputRequired) {
     auto asked = TaskInputRequests(store_, auth.workspace_id, *task);
     if (!asked.ok()) return TaskFailure(asked.status());
     body["inputRequests"] = std::move(*asked);
-  } else if (task->status == "completed") {
+  } else if (task->status == TaskStatus::kCompleted) {
     body["result"] = TaskResult(*task, modern);
-  } else if (task->status == "failed") {
+  } else if (task->status == TaskStatus::kFailed) {
     body["error"] = task->error;
   }
   return body;
@@ -290,8 +290,7 @@ std::optional<std::string> McpServer::TaskStreamNext(const std::string& stream,
   if (a == std::string_view::npos || b == std::string_view::npos) return std::nullopt;
   auto task = ReadTask(store_, clock_, std::string(rest.substr(0, a)),
                        std::string(rest.substr(a + 1, b - a - 1)));
-  if (task.ok() && task->status != "completed" && task->status != "cancelled" &&
-      task->status != "failed") {
+  if (task.ok() && !IsFinal(task->status)) {
     return std::string();  // still waiting
   }
   if (!task.ok() && task.status().code() == Code::kUnavailable) return std::string();
@@ -299,12 +298,12 @@ std::optional<std::string> McpServer::TaskStreamNext(const std::string& stream,
   json body;
   if (!task.ok()) {
     body = rpc::MakeError(id, TaskFailure(task.status()).error);
-  } else if (task->status == "completed") {
+  } else if (task->status == TaskStatus::kCompleted) {
     body = rpc::MakeResult(id, TaskResult(*task, /*modern=*/false));
   } else {
     body = rpc::MakeError(id, {rpc::kInvalidParams,
-                               "Invalid params: task " + task->id + " ended " + task->status +
-                                   ": " + task->status_message,
+                               "Invalid params: task " + task->id + " ended " +
+                                   std::string(Name(task->status)) + ": " + task->status_message,
                                {}});
   }
   state = "done";

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "store/states.h"
 #include "store/tx.h"
 
 namespace cortex {
@@ -32,7 +33,7 @@ struct McpTask {
   std::string token_id;  // the token whose call created it
   std::string tool;
   std::string decision_id;  // the draft it follows, or ""
-  std::string status;       // working, input_required, completed, failed, cancelled
+  TaskStatus status = TaskStatus::kWorking;
   std::string status_message;
   nlohmann::json result;  // completed: the tool's result (an ActionResult, as JSON)
   nlohmann::json error;   // failed: the JSON-RPC error; null otherwise

@@ -99,7 +99,7 @@ McpTask TaskRow(const Stmt& r) {
   t.token_id = r.Text(2);
   t.tool = r.Text(3);
   t.decision_id = r.Text(4);
-  t.status = r.Text(5);
+  t.status = r.As<TaskStatus>(5);
   t.status_message = r.Text(6);
   t.result = r.IsNull(7) ? json() : ParseStoredJson(r.Text(7));
   t.error = r.IsNull(8) ? json() : ParseStoredJson(r.Text(8));
@@ -245,7 +245,12 @@ Result<bool> McpCallsWriter::UpdateTask(const McpTask& t, const McpTask& prev) {
                     was = DumpJson(prev.input_responses);
   // An ended task's arguments are let go: nothing runs it again, and an episode.ingest's
   // are its whole batch, kept for the task's week otherwise.
-  const bool ended = t.status == "completed" || t.status == "failed" || t.status == "cancelled";
+  // Only the moves kTaskMoves lists (a bug, not a race: a race is the `false` below).
+  if (t.status != prev.status && !IsLegalMove(prev.status, t.status)) {
+    return Status::Internal("task " + t.id + " cannot move from " + std::string(Name(prev.status)) +
+                            " to " + std::string(Name(t.status)));
+  }
+  const bool ended = IsFinal(t.status);
   static const std::string kSet =
       "UPDATE mcp_tasks SET status = ?, status_message = ?, result = ?, error = ?,"
       " updated_at = ?, input_requests = ?, input_responses = ?, request_state = ?,"

@@ -83,6 +83,10 @@ enum class SignalKind {
   kThreadActive
 };
 
+// A task's state (the io.modelcontextprotocol/tasks extension; engines/tasks/). Its life is
+// kTaskMoves below; completed, failed and cancelled are final.
+enum class TaskStatus { kWorking, kInputRequired, kCompleted, kFailed, kCancelled };
+
 // The spellings of each enum, in the order of its values.
 template <typename E>
 struct Spellings;
@@ -140,6 +144,12 @@ struct Spellings<SignalKind> {
   static constexpr std::array<std::string_view, 7> kNames = {
       "vip_counterparty", "active_focus_block", "first_contact", "awaiting_your_reply",
       "urgent_language",  "after_hours",        "thread_active"};
+};
+
+template <>
+struct Spellings<TaskStatus> {
+  static constexpr std::array<std::string_view, 5> kNames = {"working", "input_required",
+                                                             "completed", "failed", "cancelled"};
 };
 
 template <typename E>
@@ -228,6 +238,37 @@ static_assert([] {
   }
   return true;
 }());
+
+// --- A task's life ---
+
+// Every move a task's status may make. A task starts working (a long-running tool's) or
+// input_required (a draft waiting for its person).
+struct TaskMove {
+  TaskStatus from;
+  TaskStatus to;
+};
+inline constexpr std::array<TaskMove, 8> kTaskMoves = {{
+    {TaskStatus::kWorking, TaskStatus::kInputRequired},
+    {TaskStatus::kWorking, TaskStatus::kCompleted},
+    {TaskStatus::kWorking, TaskStatus::kFailed},
+    {TaskStatus::kWorking, TaskStatus::kCancelled},
+    {TaskStatus::kInputRequired, TaskStatus::kWorking},
+    {TaskStatus::kInputRequired, TaskStatus::kCompleted},
+    {TaskStatus::kInputRequired, TaskStatus::kFailed},
+    {TaskStatus::kInputRequired, TaskStatus::kCancelled},
+}};
+
+constexpr bool IsLegalMove(TaskStatus from, TaskStatus to) {
+  for (const TaskMove& m : kTaskMoves) {
+    if (m.from == from && m.to == to) return true;
+  }
+  return false;
+}
+
+// Completed, failed or cancelled: nothing moves it again.
+constexpr bool IsFinal(TaskStatus s) {
+  return s == TaskStatus::kCompleted || s == TaskStatus::kFailed || s == TaskStatus::kCancelled;
+}
 
 // Whether a decision of class `cls` can have status `status`: a counterparty's decisions of
 // one status are read only in the classes that can have it, so the store keeps to this.

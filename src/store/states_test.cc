@@ -34,10 +34,25 @@ TEST(StatesTest, EverySpellingRoundTrips) {
   ExpectEverySpellingRoundTrips<RuleOrigin>();
   ExpectEverySpellingRoundTrips<OutboxStatus>();
   ExpectEverySpellingRoundTrips<SignalKind>();
+  ExpectEverySpellingRoundTrips<TaskStatus>();
   // The spellings clients and stored rows have always used.
   EXPECT_EQ(Name(DecisionClass::kActionProposed), "action_proposed");
   EXPECT_EQ(Name(TriageClass::kSurfaceAtTransition), "surface_at_transition");
   EXPECT_EQ(Name(ActionStatus::kExecuted), "executed");
+}
+
+// A final task never moves again; a task that has not ended can always end.
+TEST(StatesTest, ATaskMovesOnlyAsTheTableSays) {
+  for (TaskStatus from : AllOf<TaskStatus>()) {
+    for (TaskStatus to : AllOf<TaskStatus>()) {
+      if (IsFinal(from)) {
+        EXPECT_FALSE(IsLegalMove(from, to)) << Name(from) << " -> " << Name(to);
+      } else if (IsFinal(to)) {
+        EXPECT_TRUE(IsLegalMove(from, to)) << Name(from) << " -> " << Name(to);
+      }
+    }
+  }
+  EXPECT_FALSE(IsLegalMove(TaskStatus::kWorking, TaskStatus::kWorking));
 }
 
 // docs/rules.md's table of signals is the enum's, in its order: a new signal is documented.

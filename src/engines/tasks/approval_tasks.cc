@@ -11,14 +11,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr char kInputRequired[] = "input_required";
-constexpr char kCompleted[] = "completed";
-constexpr char kCancelled[] = "cancelled";
-
-bool Terminal(const std::string& status) {
-  return status == kCompleted || status == kCancelled || status == "failed";
-}
-
 Result<McpTask> Find(Store& store, const Clock& clock, const std::string& ws, const std::string& id,
                      bool with_arguments = false) {
   McpTask t;
@@ -58,7 +50,7 @@ Result<McpTask> CreateApprovalTask(Store& store, const Clock& clock, const std::
   t.token_id = token_id;
   t.tool = tool;
   t.decision_id = pending.decision_id;
-  t.status = kInputRequired;
+  t.status = TaskStatus::kInputRequired;
   t.status_message = pending.message + " (decision " + pending.decision_id + ")";
   t.created_at = t.updated_at = clock.Now();
   t.expires_at = t.created_at + kTaskLifetime;
@@ -69,7 +61,7 @@ Result<McpTask> CreateApprovalTask(Store& store, const Clock& clock, const std::
 Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws,
                          const std::string& id) {
   auto t = Find(store, clock, ws, id);
-  if (!t.ok() || Terminal(t->status) || t->decision_id.empty()) return t;
+  if (!t.ok() || IsFinal(t->status) || t->decision_id.empty()) return t;
   Action a;
   CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
     auto found = tx.actions().FindByDecision(ws, t->decision_id);
@@ -87,7 +79,7 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
   switch (a.status) {
     case ActionStatus::kExecuted:
     case ActionStatus::kDelivered:
-      next.status = kCompleted;
+      next.status = TaskStatus::kCompleted;
       r.status = "success";
       r.message = a.status == ActionStatus::kDelivered
                       ? "Approved and delivered to " + a.recipient + "."
@@ -97,7 +89,7 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
       break;
     case ActionStatus::kFailed:
       // Approved, but the delivery failed: the tool's result says so (a tool error).
-      next.status = kCompleted;
+      next.status = TaskStatus::kCompleted;
       r.status = "error";
       r.error = "delivery_failed";
       r.message = "Approved, but delivery to " + a.recipient + " failed.";
@@ -105,7 +97,7 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
       next.result = ParseStoredJson(ActionResultJson(r));
       break;
     default:  // rejected, expired, refused
-      next.status = kCancelled;
+      next.status = TaskStatus::kCancelled;
       next.status_message = "The draft was " + std::string(Name(a.status)) +
                             ": nothing was sent (decision " + a.decision_id + ").";
       break;
@@ -125,7 +117,7 @@ Status UpdateTask(Store& store, const Clock& clock, const ActionConfig& config,
                   const std::string& id, const json& input_responses) {
   auto t = ReadTask(store, clock, ws, id);
   if (!t.ok()) return t.status();
-  if (t->status != kInputRequired || !input_responses.is_object() ||
+  if (t->status != TaskStatus::kInputRequired || !input_responses.is_object() ||
       !input_responses.contains(kApprovalInput) || t->decision_id.empty()) {
     return Status::Ok();  // nothing it asks for: ignored
   }
@@ -148,7 +140,8 @@ Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, cons
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto t = Find(store, clock, ws, id, /*with_arguments=*/true);  // to run it again
     if (!t.ok()) return t.status();
-    if (t->status != kInputRequired || !t->decision_id.empty() || !input_responses.is_object()) {
+    if (t->status != TaskStatus::kInputRequired || !t->decision_id.empty() ||
+        !input_responses.is_object()) {
       return std::optional<McpTask>();  // nothing it asks for: ignored
     }
     McpTask next = *t;
@@ -162,7 +155,7 @@ Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, cons
     if (!any) return std::optional<McpTask>();
     bool resume = next.input_requests.empty();
     if (resume) {
-      next.status = "working";
+      next.status = TaskStatus::kWorking;
       next.status_message.clear();
       next.instance_id = instance_id;
     }
@@ -183,9 +176,9 @@ Result<std::optional<McpTask>> AnswerTask(Store& store, const Clock& clock, cons
 Status CancelTask(Store& store, const Clock& clock, const std::string& ws, const std::string& id) {
   auto t = ReadTask(store, clock, ws, id);
   if (!t.ok()) return t.status();
-  if (Terminal(t->status)) return Status::Ok();
+  if (IsFinal(t->status)) return Status::Ok();
   McpTask next = *t;
-  next.status = kCancelled;
+  next.status = TaskStatus::kCancelled;
   next.status_message = t->decision_id.empty()
                             ? "Cancelled by the client."
                             : "Cancelled by the client; the draft still waits in the inbox "
@@ -197,7 +190,7 @@ Status CancelTask(Store& store, const Clock& clock, const std::string& ws, const
 
 json TaskJson(const McpTask& task) {
   json j = {{"taskId", task.id},
-            {"status", task.status},
+            {"status", Name(task.status)},
             {"createdAt", FormatTime(task.created_at)},
             {"lastUpdatedAt", FormatTime(task.updated_at)},
             {"ttlMs", std::chrono::duration_cast<std::chrono::milliseconds>(kTaskLifetime).count()},

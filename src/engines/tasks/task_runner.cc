@@ -55,7 +55,7 @@ Result<McpTask> TaskRunner::Start(McpTask task) {
     // have it.
     active_[task.id].workspace_id = task.workspace_id;
   }
-  task.status = "working";
+  task.status = TaskStatus::kWorking;
   task.instance_id = instance_id_;
   task.created_at = task.updated_at = clock_.Now();
   Status st = store_.Write([&](WriteTx& tx) { return tx.calls().InsertTask(task); });
@@ -134,18 +134,18 @@ void TaskRunner::Run(Entry e) {
     next.updated_at = clock_.Now();
     switch (outcome.kind) {
       case TaskOutcome::Kind::kCompleted:
-        next.status = "completed";
+        next.status = TaskStatus::kCompleted;
         next.result = std::move(outcome.result);
         next.instance_id.clear();
         break;
       case TaskOutcome::Kind::kInputRequired:
-        next.status = "input_required";
+        next.status = TaskStatus::kInputRequired;
         next.input_requests = std::move(outcome.input_requests);
         next.request_state = std::move(outcome.request_state);
         next.instance_id.clear();
         break;
       case TaskOutcome::Kind::kFailed:
-        next.status = "failed";
+        next.status = TaskStatus::kFailed;
         next.error = std::move(outcome.error);
         next.instance_id.clear();
         break;
@@ -197,7 +197,7 @@ void TaskRunner::PollOnce() {
     if (st.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const McpTask& t : rows) {
-        if (t.status == "working") continue;
+        if (t.status == TaskStatus::kWorking) continue;
         if (auto it = active_.find(t.id); it != active_.end()) it->second.cancelled->store(true);
       }
     }

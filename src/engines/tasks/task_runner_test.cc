@@ -45,7 +45,7 @@ class TaskRunnerTest : public ::testing::Test {
   }
 
   // Waits (up to 10 s) until task `id` is in `status`.
-  bool WaitFor(const std::string& id, const std::string& status) {
+  bool WaitFor(const std::string& id, TaskStatus status) {
     for (int i = 0; i < 1000; ++i) {
       if (Row(id).status == status) return true;
       std::this_thread::sleep_for(10ms);
@@ -93,8 +93,8 @@ TEST_F(TaskRunnerTest, ATaskIsStoredWorkingThenCompletedWithItsResult) {
   TaskRunner runner(*store_, clock_, Job);
   auto started = runner.Start(NewTask("echo", {{"x", 1}}));
   ASSERT_TRUE(started.ok()) << started.status().ToString();
-  EXPECT_EQ(started->status, "working");
-  ASSERT_TRUE(WaitFor(started->id, "completed"));
+  EXPECT_EQ(started->status, TaskStatus::kWorking);
+  ASSERT_TRUE(WaitFor(started->id, TaskStatus::kCompleted));
   McpTask t = Row(started->id);
   EXPECT_EQ(t.result["content"][0]["text"], R"({"x":1}{})");
   EXPECT_TRUE(t.error.is_null());
@@ -107,7 +107,7 @@ TEST_F(TaskRunnerTest, AProtocolErrorFailsTheTaskWithTheError) {
   TaskRunner runner(*store_, clock_, Job);
   auto started = runner.Start(NewTask("boom"));
   ASSERT_TRUE(started.ok());
-  ASSERT_TRUE(WaitFor(started->id, "failed"));
+  ASSERT_TRUE(WaitFor(started->id, TaskStatus::kFailed));
   McpTask t = Row(started->id);
   EXPECT_EQ(t.error["code"], -32603);
   EXPECT_TRUE(t.result.is_null());
@@ -117,7 +117,7 @@ TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
   TaskRunner runner(*store_, clock_, Job);
   auto started = runner.Start(NewTask("ask", {{"n", 7}}));
   ASSERT_TRUE(started.ok());
-  ASSERT_TRUE(WaitFor(started->id, "input_required"));
+  ASSERT_TRUE(WaitFor(started->id, TaskStatus::kInputRequired));
   EXPECT_EQ(Row(started->id).input_requests.size(), 2u);
 
   // One answer (and a key it never asked for): still waiting, for the other only.
@@ -126,7 +126,7 @@ TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
   ASSERT_TRUE(partial.ok());
   EXPECT_FALSE(partial->has_value());
   McpTask t = Row(started->id);
-  EXPECT_EQ(t.status, "input_required");
+  EXPECT_EQ(t.status, TaskStatus::kInputRequired);
   EXPECT_FALSE(t.input_requests.contains("a"));
   EXPECT_TRUE(t.input_requests.contains("b"));
   EXPECT_FALSE(t.input_responses.contains("zzz"));
@@ -139,9 +139,9 @@ TEST_F(TaskRunnerTest, InputRequiredWaitsForEveryAnswerThenResumes) {
                          runner.instance_id());
   ASSERT_TRUE(last.ok());
   ASSERT_TRUE(last->has_value());
-  EXPECT_EQ((*last)->status, "working");
+  EXPECT_EQ((*last)->status, TaskStatus::kWorking);
   runner.Enqueue(**last);
-  ASSERT_TRUE(WaitFor(started->id, "completed"));
+  ASSERT_TRUE(WaitFor(started->id, TaskStatus::kCompleted));
   // Run again with its arguments, read back from the row; once ended, the row lets them go.
   EXPECT_EQ(Row(started->id).result["content"][0]["text"],
             R"({"n":7}{"a":{"action":"accept"},"b":{"action":"decline"}}round-1)");
@@ -163,7 +163,7 @@ TEST_F(TaskRunnerTest, ACancelTakenHereStopsTheJobAndStaysCancelled) {
   for (int i = 0; i < 500 && runner.active() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(runner.active(), 0u);
   McpTask t = Row(started->id);
-  EXPECT_EQ(t.status, "cancelled");  // the job's late result is not stored over it
+  EXPECT_EQ(t.status, TaskStatus::kCancelled);  // the job's late result is not stored over it
   EXPECT_TRUE(t.result.is_null());
   EXPECT_EQ(t.instance_id, "");
 }
@@ -176,7 +176,7 @@ TEST_F(TaskRunnerTest, ACancelTakenByAnotherInstanceIsSeenByThePoll) {
   ASSERT_TRUE(CancelTask(*store_, clock_, ws_.id, started->id).ok());
   for (int i = 0; i < 500 && runner.active() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(runner.active(), 0u);
-  EXPECT_EQ(Row(started->id).status, "cancelled");
+  EXPECT_EQ(Row(started->id).status, TaskStatus::kCancelled);
 }
 
 // A client polling tasks/get sees how far a long task has come: the job's latest note is
@@ -191,13 +191,13 @@ TEST_F(TaskRunnerTest, AWorkingTasksLatestProgressIsItsStatusMessage) {
     std::this_thread::sleep_for(5ms);
     t = Row(started->id);
   }
-  EXPECT_EQ(t.status, "working");
+  EXPECT_EQ(t.status, TaskStatus::kWorking);
   EXPECT_EQ(t.status_message, "blocked");
   ASSERT_TRUE(CancelTask(*store_, clock_, ws_.id, started->id).ok());
   runner.CancelLocal(started->id);
   for (int i = 0; i < 500 && runner.active() > 0; ++i) std::this_thread::sleep_for(10ms);
   t = Row(started->id);
-  EXPECT_EQ(t.status, "cancelled");
+  EXPECT_EQ(t.status, TaskStatus::kCancelled);
   EXPECT_NE(t.status_message, "blocked");
 }
 
@@ -222,7 +222,7 @@ TEST_F(TaskRunnerTest, AStoppingRunnerFailsWhatItRanOrHadQueued) {
   runner.reset();
   for (const std::string& id : {running->id, queued->id}) {
     McpTask t = Row(id);
-    EXPECT_EQ(t.status, "failed") << id;
+    EXPECT_EQ(t.status, TaskStatus::kFailed) << id;
     EXPECT_EQ(t.error["code"], -32603);
     EXPECT_NE(t.status_message.find("server stopped"), std::string::npos) << t.status_message;
   }
@@ -236,33 +236,33 @@ TEST_F(TaskRunnerTest, TheTasksOfADeadInstanceAreFailedByAnother) {
   TaskRunner b(*store_, clock_, Job, TaskRunnerOptions{.heartbeat = 0ms});
   clock_.Advance(29s);
   b.PollOnce();
-  EXPECT_EQ(Row(started->id).status, "working");  // 29 s of silence: not dead yet
+  EXPECT_EQ(Row(started->id).status, TaskStatus::kWorking);  // 29 s of silence: not dead yet
   clock_.Advance(2s);
   b.PollOnce();
   McpTask t = Row(started->id);
-  EXPECT_EQ(t.status, "failed");
+  EXPECT_EQ(t.status, TaskStatus::kFailed);
   EXPECT_EQ(t.error["code"], -32603);
   EXPECT_NE(t.status_message.find("stopped answering"), std::string::npos);
   // A (alive after all) sees its task is no longer working and stops its job.
   for (int i = 0; i < 500 && a.active() > 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(a.active(), 0u);
-  EXPECT_EQ(Row(started->id).status, "failed");
+  EXPECT_EQ(Row(started->id).status, TaskStatus::kFailed);
 }
 
 TEST_F(TaskRunnerTest, AWorkingTaskOfAnInstanceWithNoHeartbeatAtAllIsFailed) {
   // E.g. resumed by a tasks/update on an instance that stopped right after.
   McpTask orphan = NewTask("echo");
-  orphan.status = "working";
+  orphan.status = TaskStatus::kWorking;
   orphan.instance_id = "inst_gone";
   orphan.created_at = orphan.updated_at = clock_.Now();
   ASSERT_TRUE(store_->Write([&](WriteTx& tx) { return tx.calls().InsertTask(orphan); }).ok());
   TaskRunner b(*store_, clock_, Job, TaskRunnerOptions{.heartbeat = 0ms});
   b.PollOnce();
   // Just moved: as a task an idle instance has just started, before its first beat.
-  EXPECT_EQ(Row(orphan.id).status, "working");
+  EXPECT_EQ(Row(orphan.id).status, TaskStatus::kWorking);
   clock_.Advance(31s);
   b.PollOnce();  // b is idle: it reads, finds the orphan, and only then writes
-  EXPECT_EQ(Row(orphan.id).status, "failed");
+  EXPECT_EQ(Row(orphan.id).status, TaskStatus::kFailed);
 }
 
 }  // namespace
