@@ -173,12 +173,12 @@ bool McpServer::MaybeTask(const json& params, const AuthContext& auth, const std
   if (!wants || result.value("isError", false)) return false;
   auto sc = result.find("structuredContent");
   if (sc == result.end() || !sc->is_object() ||
-      sc->value("status", std::string()) != "pending_approval" ||
+      sc->value("status", std::string()) != Name(ActionOutcome::kPendingApproval) ||
       sc->value("decision_id", std::string()).empty()) {
     return false;
   }
   ActionResult pending;
-  pending.status = "pending_approval";
+  pending.outcome = ActionOutcome::kPendingApproval;
   pending.decision_id = (*sc)["decision_id"];
   pending.message = sc->value("message", std::string());
   auto task = CreateApprovalTask(store_, clock_, auth.workspace_id, auth.token_id, tool, pending);

@@ -87,6 +87,12 @@ enum class SignalKind {
 // kTaskMoves below; completed, failed and cancelled are final.
 enum class TaskStatus { kWorking, kInputRequired, kCompleted, kFailed, kCancelled };
 
+// What an acting tool's call came to (the seeds' McpActionResult `status`): done, a draft
+// waiting for a person, or an outcome that is an error to the caller yet recorded as a
+// decision or answer (trust refused it, a rule blocked it, a quota stopped it, the approved
+// delivery failed). The engine's own failures never are one: they are a Status.
+enum class ActionOutcome { kSuccess, kPendingApproval, kError };
+
 // The spellings of each enum, in the order of its values.
 template <typename E>
 struct Spellings;
@@ -150,6 +156,12 @@ template <>
 struct Spellings<TaskStatus> {
   static constexpr std::array<std::string_view, 5> kNames = {"working", "input_required",
                                                              "completed", "failed", "cancelled"};
+};
+
+template <>
+struct Spellings<ActionOutcome> {
+  static constexpr std::array<std::string_view, 3> kNames = {"success", "pending_approval",
+                                                             "error"};
 };
 
 template <typename E>

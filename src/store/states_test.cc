@@ -35,6 +35,7 @@ TEST(StatesTest, EverySpellingRoundTrips) {
   ExpectEverySpellingRoundTrips<OutboxStatus>();
   ExpectEverySpellingRoundTrips<SignalKind>();
   ExpectEverySpellingRoundTrips<TaskStatus>();
+  ExpectEverySpellingRoundTrips<ActionOutcome>();
   // The spellings clients and stored rows have always used.
   EXPECT_EQ(Name(DecisionClass::kActionProposed), "action_proposed");
   EXPECT_EQ(Name(TriageClass::kSurfaceAtTransition), "surface_at_transition");

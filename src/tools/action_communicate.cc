@@ -100,8 +100,8 @@ ToolDef ActionCommunicateTool(const EngineConfig& config) {
                                args.value("in_reply_to", "")};
         ActionEngine engine(ctx.store, ctx.clock, config.actions);
         auto result = engine.Communicate(ws, req);
-        if (result.ok() && result->status == "pending_approval" && result->level == 1 &&
-            MayAskInClient(ctx, config.actions)) {
+        if (result.ok() && result->outcome == ActionOutcome::kPendingApproval &&
+            result->level == 1 && MayAskInClient(ctx, config.actions)) {
           auto asked = AskInClient(ctx.store, ctx.clock, ws, ctx.auth.token_id, args, *result);
           if (asked.ok()) {
             return ToolReply::InputRequired(std::move(asked->input_requests),

@@ -40,12 +40,12 @@ ToolReply ActionReply(const Result<ActionResult>& result) {
     return ToolReply::FromStatus(st);
   }
   const ActionResult& r = *result;
-  json body = {{"status", r.status},
+  json body = {{"status", Name(r.outcome)},
                {"decision_id", r.decision_id},
                {"action_id", r.action_id},
                {"message", r.message}};
   if (!r.draft.empty()) body["draft"] = r.draft;
-  if (r.status == "error") {
+  if (r.outcome == ActionOutcome::kError) {
     body["error"] = r.error;
     if (r.error == "quota_exceeded") {
       body["quota"] = r.quota;

@@ -163,7 +163,7 @@ TEST_F(CortexResourcesTest, ListsResourcesTemplatesAndPromptsInBothEras) {
 
 TEST_F(CortexResourcesTest, ReadsRealDataScopedToTheWorkspace) {
   ActionResult draft = Draft("sarah.chen@northwind.example", "Can we move the review to 3pm?");
-  ASSERT_EQ(draft.status, "pending_approval");
+  ASSERT_EQ(draft.outcome, ActionOutcome::kPendingApproval);
   json inbox = ReadBody(Legacy("resources/read", {{"uri", "cortex://inbox"}}));
   ASSERT_EQ(inbox["pending"].size(), 1u);
   EXPECT_EQ(inbox["pending"][0]["decision_id"], draft.decision_id);

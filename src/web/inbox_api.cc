@@ -501,7 +501,7 @@ HttpResponse InboxApi::Approve(const InboxAuth& auth, const json& body, bool app
         return Error(503, "unavailable", "nothing changed (" + st.message() + "); retry");
     }
   }
-  return Json(200, {{"status", r->status},
+  return Json(200, {{"status", Name(r->outcome)},
                     {"decision_id", r->decision_id},
                     {"action_id", r->action_id},
                     {"message", r->message}});

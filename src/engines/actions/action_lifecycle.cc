@@ -104,7 +104,7 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
       auto moved = RecordRejection(tx, clock_, ws, action->action_class, *who, decision_id,
                                    config_.trust, by);
       if (!moved.ok()) return moved.status();
-      result = ActionResultOf("success", *action, "Rejected: nothing will be sent.");
+      result = ActionResultOf(ActionOutcome::kSuccess, *action, "Rejected: nothing will be sent.");
       if (*moved) result.message += " " + (*moved)->payload_summary;
       return Status::Ok();
     }
@@ -129,7 +129,7 @@ Result<ActionResult> ActionEngine::EndPending(const std::string& ws, const std::
     auto moved = RecordApproval(tx, clock_, ws, action->action_class, *who, decision_id, edited,
                                 config_.trust);
     if (!moved.ok()) return moved.status();
-    result = ActionResultOf("success", *action,
+    result = ActionResultOf(ActionOutcome::kSuccess, *action,
                             std::string("Approved") + (edited ? " with your edits" : "") +
                                 ": sending to " + action->recipient + ".");
     if (*moved) result.message += " " + (*moved)->payload_summary;

@@ -129,7 +129,7 @@ Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& 
 }  // namespace
 
 std::string ActionResultJson(const ActionResult& r) {
-  return DumpJson({{"status", r.status},
+  return DumpJson({{"status", Name(r.outcome)},
                    {"decision_id", r.decision_id},
                    {"action_id", r.action_id},
                    {"message", r.message},
@@ -141,7 +141,7 @@ std::string ActionResultJson(const ActionResult& r) {
 ActionResult ActionResultFromJson(const std::string& text) {
   json j = ParseStoredJson(text);
   ActionResult r;
-  r.status = j.value("status", "");
+  r.outcome = ParseStored<ActionOutcome>(j.value("status", ""));
   r.decision_id = j.value("decision_id", "");
   r.action_id = j.value("action_id", "");
   r.message = j.value("message", "");
@@ -151,9 +151,9 @@ ActionResult ActionResultFromJson(const std::string& text) {
   return r;
 }
 
-ActionResult ActionResultOf(std::string status, const Action& a, std::string message) {
+ActionResult ActionResultOf(ActionOutcome outcome, const Action& a, std::string message) {
   ActionResult r;
-  r.status = std::move(status);
+  r.outcome = outcome;
   r.decision_id = a.decision_id;
   r.action_id = a.id;
   r.message = std::move(message);
@@ -195,7 +195,7 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     }));
     auto spent = SpendInference(ws, req.token_id);
     if (!spent.ok()) return spent.status();
-    if (!spent->status.empty()) return *spent;  // over budget: quota_exceeded
+    if (*spent) return **spent;  // over budget: quota_exceeded
     auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
     if (drafted.ok()) {
       model_draft = *drafted;
@@ -525,12 +525,12 @@ ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) cons
   if (v.level == 0) {
     ActionResult r;
     if (v.blocked_by != nullptr) {
-      r = ActionResultOf("error", action,
+      r = ActionResultOf(ActionOutcome::kError, action,
                          "Cortex may not send this to " + name + ": rule '" + v.blocked_by->name +
                              "' blocks it (" + v.blocked_by->summary +
                              "). The refusal is recorded as decision " + action.decision_id + ".");
     } else {
-      r = ActionResultOf("error", action,
+      r = ActionResultOf(ActionOutcome::kError, action,
                          "Cortex may not send messages to " + name +
                              " (trust level 0: off). The refusal is recorded as decision " +
                              action.decision_id + ".");
@@ -540,35 +540,36 @@ ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) cons
   }
   if (v.level == 3) {
     return ActionResultOf(
-        "success", action,
+        ActionOutcome::kSuccess, action,
         "Sent on your behalf (trust level 3, autonomous); delivery is under way.");
   }
   if (v.level == 2) {
     return ActionResultOf(
-        "pending_approval", action,
+        ActionOutcome::kPendingApproval, action,
         "Will be sent at " + FormatTime(*action.due_at) +
             " unless rejected (trust level 2, supervised); a person's approval sends it now.");
   }
   return ActionResultOf(
-      "pending_approval", action,
+      ActionOutcome::kPendingApproval, action,
       "Draft awaiting a person's approval (trust level 1, draft): nothing is sent "
       "until they approve it (the inbox, or action.approve with the approve scope); "
       "it expires at " +
           FormatTime(*action.due_at) + ".");
 }
 
-Result<ActionResult> ActionEngine::SpendInference(const std::string& ws,
-                                                  const std::string& token_id) {
-  ActionResult over;
+Result<std::optional<ActionResult>> ActionEngine::SpendInference(const std::string& ws,
+                                                                 const std::string& token_id) {
+  std::optional<ActionResult> over;
   Status st = store_.Write([&](WriteTx& tx) -> Status {
     auto refused = SpendInferenceUnit(tx, ws, token_id, config_.quotas, clock_.Now());
     if (!refused.ok()) return refused.status();
     if (*refused) {
-      over.status = "error";
-      over.error = "quota_exceeded";
-      over.quota = (*refused)->quota;
-      over.retry_after_s = (*refused)->retry_after_s;
-      over.message = (*refused)->Message("Nothing was drafted or sent.");
+      over.emplace();
+      over->outcome = ActionOutcome::kError;
+      over->error = "quota_exceeded";
+      over->quota = (*refused)->quota;
+      over->retry_after_s = (*refused)->retry_after_s;
+      over->message = (*refused)->Message("Nothing was drafted or sent.");
     }
     return Status::Ok();
   });

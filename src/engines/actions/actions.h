@@ -36,20 +36,19 @@ struct ActionConfig {
 
 // The seeds' McpActionResult: success | pending_approval | error.
 struct ActionResult {
-  std::string status;
+  ActionOutcome outcome = ActionOutcome::kSuccess;
   std::string decision_id;
   std::string action_id;
   std::string message;
   std::string draft;      // the text that is (or would be) sent, when there is an action
   int level = -1;         // the trust level it was decided at, when there is an action
-  std::string error;      // status "error" only: a tool error code
+  std::string error;      // kError only: a tool error code
   std::string quota;      // quota_exceeded only: which quota
   int retry_after_s = 0;  // quota_exceeded only
 };
 
-// The result `status` ("success", "pending_approval"...) of `a`, with `message`: its ids,
-// draft and level filled in.
-ActionResult ActionResultOf(std::string status, const Action& a, std::string message);
+// The result `outcome` of `a`, with `message`: its ids, draft and level filled in.
+ActionResult ActionResultOf(ActionOutcome outcome, const Action& a, std::string message);
 
 // An ActionResult as JSON text and back, for what keeps one (idempotency keys,
 // elicitations). Parsing throws std::runtime_error on text not written by the first.
@@ -90,9 +89,10 @@ class ActionEngine {
   Result<int> ProcessDue(TimePoint now);
 
  private:
-  // Spends one inference unit of today's budget. An ActionResult with status "error"
-  // (quota_exceeded) when the budget is spent; an empty one otherwise.
-  Result<ActionResult> SpendInference(const std::string& ws, const std::string& token_id);
+  // Spends one inference unit of today's budget: nothing when it could, the caller's
+  // quota_exceeded result when the budget is spent.
+  Result<std::optional<ActionResult>> SpendInference(const std::string& ws,
+                                                     const std::string& token_id);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
                                   bool approve, const std::optional<std::string>& text,
                                   const Actor& by);

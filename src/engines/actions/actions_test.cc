@@ -167,7 +167,7 @@ class ActionsTest : public ::testing::Test {
 
 TEST_F(ActionsTest, DefaultLevelIsADraftAwaitingApproval) {
   ActionResult r = Send("sarah@n.example");
-  EXPECT_EQ(r.status, "pending_approval");
+  EXPECT_EQ(r.outcome, ActionOutcome::kPendingApproval);
   EXPECT_EQ(r.decision_id.rfind("dec_", 0), 0u);
   EXPECT_EQ(r.action_id.rfind("act_", 0), 0u);
   Decision d = GetDecision(r.decision_id);
@@ -183,19 +183,19 @@ TEST_F(ActionsTest, DefaultLevelIsADraftAwaitingApproval) {
 TEST_F(ActionsTest, EachLevelDecidesWhatHappens) {
   SetTrust("sarah@n.example", 0);
   ActionResult off = Send("sarah@n.example");
-  EXPECT_EQ(off.status, "error");
+  EXPECT_EQ(off.outcome, ActionOutcome::kError);
   EXPECT_EQ(off.error, "trust_insufficient");
   EXPECT_EQ(Name(GetDecision(off.decision_id).status), "refused");  // still inspectable
   EXPECT_EQ(Events(off.action_id), std::vector<std::string>{"refused"});
 
   SetTrust("sarah@n.example", 2);
   ActionResult supervised = Send("sarah@n.example");
-  EXPECT_EQ(supervised.status, "pending_approval");
+  EXPECT_EQ(supervised.outcome, ActionOutcome::kPendingApproval);
   EXPECT_EQ(FormatTime(*GetAction(supervised.action_id).due_at), "2026-06-09T14:10:00Z");
 
   SetTrust("sarah@n.example", 3);
   ActionResult autonomous = Send("sarah@n.example");
-  EXPECT_EQ(autonomous.status, "success");
+  EXPECT_EQ(autonomous.outcome, ActionOutcome::kSuccess);
   EXPECT_EQ(Name(GetAction(autonomous.action_id).status), "executed");
   EXPECT_EQ(Events(autonomous.action_id), (std::vector<std::string>{"proposed", "executed"}));
 
@@ -225,7 +225,7 @@ rules:
 )")
                   .ok());
   ActionResult capped = Send("marcus@h.example");
-  EXPECT_EQ(capped.status, "pending_approval");
+  EXPECT_EQ(capped.outcome, ActionOutcome::kPendingApproval);
   Decision d = GetDecision(capped.decision_id);
   EXPECT_EQ(*d.rule_summary, "Never send to external counterparties without approval.");
   EXPECT_EQ(d.Details()["rules_fired"].size(), 1u);
@@ -237,15 +237,15 @@ rules:
   EXPECT_EQ(Name(GetDecision(*d.triage_decision_id).decision_class), "triage");
 
   ActionResult blocked = Send("sarah@n.example", "Please send the wire transfer today");
-  EXPECT_EQ(blocked.status, "error");
+  EXPECT_EQ(blocked.outcome, ActionOutcome::kError);
   EXPECT_EQ(blocked.error, "trust_insufficient");
   EXPECT_NE(blocked.message.find("no-wire-transfers"), std::string::npos);
-  EXPECT_EQ(Send("sarah@n.example", "Lunch?").status, "success");
+  EXPECT_EQ(Send("sarah@n.example", "Lunch?").outcome, ActionOutcome::kSuccess);
 }
 
 TEST_F(ActionsTest, UnknownAddressIsFirstContactAndUnknownEntityIsAnError) {
   ActionResult r = Send("Taylor@Brightfield.example");
-  EXPECT_EQ(r.status, "pending_approval");
+  EXPECT_EQ(r.outcome, ActionOutcome::kPendingApproval);
   Decision d = GetDecision(r.decision_id);
   EXPECT_TRUE(d.Details()["first_contact"].get<bool>());
   bool signal = false;
@@ -263,7 +263,7 @@ TEST_F(ActionsTest, ApproveExecutesOnceAndTwiceIsAClearError) {
   ActionResult r = Send("sarah@n.example");
   auto ok = engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  EXPECT_EQ(ok->status, "success");
+  EXPECT_EQ(ok->outcome, ActionOutcome::kSuccess);
   EXPECT_EQ(Events(r.action_id), (std::vector<std::string>{"proposed", "approved", "executed"}));
   auto again = engine().Approve(ws_.id, r.decision_id, std::nullopt, kPerson);
   EXPECT_EQ(again.status().code(), Code::kConflict);

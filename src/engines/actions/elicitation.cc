@@ -160,7 +160,7 @@ Result<ActionResult> DraftStanding(Store& store, const std::string& ws,
     auto a = tx.actions().FindByDecision(ws, decision_id);
     if (!a.ok()) return a.status();
     bool pending = a->status == ActionStatus::kPending;
-    r.status = pending ? "pending_approval" : "success";
+    r.outcome = pending ? ActionOutcome::kPendingApproval : ActionOutcome::kSuccess;
     r.decision_id = decision_id;
     r.action_id = a->id;
     r.draft = a->draft;
@@ -253,7 +253,7 @@ Status AnswerElicitationRequest(Store& store, const Clock& clock, const ActionCo
   if (result.ok()) {
     r = *result;
   } else {
-    r.status = "error";
+    r.outcome = ActionOutcome::kError;
     r.error = result.status().code() == Code::kConflict ? "not_pending" : "action_engine_error";
     r.message = result.status().message();
     r.decision_id = e->decision_id;

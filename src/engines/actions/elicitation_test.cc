@@ -29,7 +29,7 @@ class ElicitationTest : public ::testing::Test {
     req.message = "Can we move the review to Friday?";
     auto r = ActionEngine(*store_, clock_, config_).Communicate(ws_.id, req);
     ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r->status, "pending_approval");
+    ASSERT_EQ(r->outcome, ActionOutcome::kPendingApproval);
     pending_ = *r;
     auto asked = AskInClient(*store_, clock_, ws_.id, "tok_person", args_, pending_);
     ASSERT_TRUE(asked.ok()) << asked.status().ToString();
@@ -79,7 +79,7 @@ TEST_F(ElicitationTest, AnApprovalWithEditsIsThePersonsAndCountsOnce) {
   auto r = Answer({{"action", "accept"},
                    {"content", {{"decision", "approve"}, {"message", "Friday works? Thanks!"}}}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->status, "success");
+  EXPECT_EQ(r->outcome, ActionOutcome::kSuccess);
   EXPECT_EQ(Status(), ActionStatus::kExecuted);
   std::vector<LedgerEntry> ledger;
   ASSERT_TRUE(store_
@@ -124,7 +124,7 @@ TEST_F(ElicitationTest, AForeignTamperedOrLateStateChangesNothing) {
 TEST_F(ElicitationTest, ARejectionEndsItAndADeclineLeavesItForTheInbox) {
   auto declined = Answer({{"action", "decline"}});
   ASSERT_TRUE(declined.ok()) << declined.status().ToString();
-  EXPECT_EQ(declined->status, "pending_approval");
+  EXPECT_EQ(declined->outcome, ActionOutcome::kPendingApproval);
   EXPECT_NE(declined->message.find("inbox"), std::string::npos);
   EXPECT_EQ(Status(), ActionStatus::kPending);
 
@@ -155,7 +155,7 @@ TEST_F(ElicitationTest, AResponseToOurRequestIsAppliedOnceAndItsResultKeptForThe
   EXPECT_EQ(Status(), ActionStatus::kExecuted);
   auto done = ElicitationOutcome(*store_, clock_, ws_.id, id);
   ASSERT_TRUE(done.ok() && *done);
-  EXPECT_EQ((*done)->status, "success");
+  EXPECT_EQ((*done)->outcome, ActionOutcome::kSuccess);
   EXPECT_EQ((*done)->decision_id, pending_.decision_id);
   EXPECT_EQ(
       AnswerElicitationRequest(*store_, clock_, config_, ws_.id, "tok_person", id, approve).code(),
@@ -167,7 +167,7 @@ TEST_F(ElicitationTest, AnUnansweredFormEndsTheHeldStreamWithTheDraftPending) {
   clock_.Advance(kElicitationLifetime);
   auto late = ElicitationOutcome(*store_, clock_, ws_.id, id);
   ASSERT_TRUE(late.ok() && *late);
-  EXPECT_EQ((*late)->status, "pending_approval");
+  EXPECT_EQ((*late)->outcome, ActionOutcome::kPendingApproval);
   EXPECT_NE((*late)->message.find("inbox"), std::string::npos);
 }
 

@@ -59,7 +59,7 @@ TEST_F(IdempotencyTest, ARetryGetsTheFirstResultAndSendsNothingMore) {
   clock_.Advance(std::chrono::minutes(5));
   auto retry = Send("k-1");
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
-  EXPECT_EQ(retry->status, first->status);
+  EXPECT_EQ(retry->outcome, first->outcome);
   EXPECT_EQ(retry->decision_id, first->decision_id);
   EXPECT_EQ(retry->action_id, first->action_id);
   EXPECT_EQ(retry->draft, first->draft);

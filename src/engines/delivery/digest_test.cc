@@ -99,7 +99,7 @@ TEST_F(TellThePerson, DigestListsTheDaysItemsWithWhyAndTheDraftsWaiting) {
   Ingest(R"({"type":"entity","name":"Marcus Webb","identifiers":["marcus@h.example"]}
 {"type":"episode","kind":"message_received","occurred_at":"2026-06-10T10:00:00Z","counterparty":"dana@new.example","subject":"Partnership idea","summary":"Dana: partnership idea","external_id":"d1"})");
   ActionResult draft = Draft("marcus@h.example");
-  ASSERT_EQ(draft.status, "pending_approval");
+  ASSERT_EQ(draft.outcome, ActionOutcome::kPendingApproval);
 
   EXPECT_EQ(Compose("2026-06-10T16:59:00Z"), 0);  // yesterday's time is 24 h gone
   EXPECT_TRUE(Digests().empty());
@@ -271,7 +271,7 @@ TEST_F(TellThePerson, AutonomousSendsAskForNoApproval) {
   req.message = "Thanks!";
   auto r = ActionEngine(*store_, clock_, config).Communicate(ws_.id, req);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->status, "success");
+  EXPECT_EQ(r->outcome, ActionOutcome::kSuccess);
   EXPECT_TRUE(Outbox(OutboxKind::kEvent).empty());
 }
 

@@ -80,7 +80,7 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
     case ActionStatus::kExecuted:
     case ActionStatus::kDelivered:
       next.status = TaskStatus::kCompleted;
-      r.status = "success";
+      r.outcome = ActionOutcome::kSuccess;
       r.message = a.status == ActionStatus::kDelivered
                       ? "Approved and delivered to " + a.recipient + "."
                       : "Approved: sending to " + a.recipient + ".";
@@ -90,7 +90,7 @@ Result<McpTask> ReadTask(Store& store, const Clock& clock, const std::string& ws
     case ActionStatus::kFailed:
       // Approved, but the delivery failed: the tool's result says so (a tool error).
       next.status = TaskStatus::kCompleted;
-      r.status = "error";
+      r.outcome = ActionOutcome::kError;
       r.error = "delivery_failed";
       r.message = "Approved, but delivery to " + a.recipient + " failed.";
       next.status_message = r.message;
