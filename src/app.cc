@@ -7,6 +7,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "config_file.h"
@@ -323,6 +324,70 @@ Result<HostPort> ParseListen(const std::string& listen) {
   return hp;
 }
 
+// What `cortex serve` and `cortex mcp --stdio` both start from.
+struct Startup {
+  EngineConfig config;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Connector> connector;  // delivers the outbox
+  ToolRegistry registry;
+};
+
+// Loads the config, opens the store, runs `store_opened` (serve takes its lock there, stdio
+// checks its token), makes the connector and registers the tools, into *out. Returns 0, or
+// the process's exit code after logging why not: that of `store_opened` if it fails.
+int StartUp(const std::string& data_dir, const std::string& config_path,
+            const RegisterTools& register_tools, const std::function<int(Store&)>& store_opened,
+            Startup* out) {
+  auto config = LoadConfig(config_path);
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().message());
+    return 2;
+  }
+  out->config = std::move(*config);
+  auto store = OpenStore(data_dir);
+  if (!store.ok()) {
+    spdlog::error("cannot open store: {}", store.status().message());
+    return 1;
+  }
+  out->store = std::move(*store);
+  if (int rc = store_opened(*out->store); rc != 0) return rc;
+  auto connector = MakeConnector(*out->store, ProcessClock(), out->config.delivery);
+  if (!connector.ok()) {
+    spdlog::error("{}", connector.status().message());
+    return 2;
+  }
+  out->connector = std::move(*connector);
+  if (Status st = register_tools(out->registry, out->config); !st.ok()) {
+    spdlog::error("tool registration failed: {}", st.message());
+    return 1;
+  }
+  return 0;
+}
+
+// The router's options for `cortex serve` listening on a loopback address or not, into
+// *out. Returns 0, or 2 after logging a public URL that is not one.
+int ServeRouterOptions(const ServeOptions& options, bool loopback, const EngineConfig& config,
+                       RouterOptions* out) {
+  out->insecure_no_auth = options.insecure_no_auth;
+  out->allowed_origins = options.allowed_origins;
+  out->allowed_hosts = options.allowed_hosts;
+  // Host checks guard loopback servers against DNS rebinding. A server listening on a
+  // public address is reached by names we cannot guess, unless the operator lists them.
+  out->check_host = loopback || !options.allowed_hosts.empty();
+  out->metrics_token = config.http.metrics_token;
+  std::string public_url = options.base_url.empty() ? config.http.public_url : options.base_url;
+  if (!public_url.empty()) {
+    auto base = NormalizeBaseUrl(public_url);
+    if (!base.ok()) {
+      spdlog::error("{}{}", options.base_url.empty() ? "[http] public_url: " : "",
+                    base.status().message());
+      return 2;
+    }
+    out->public_url = *base;
+  }
+  return 0;
+}
+
 }  // namespace
 
 RouterParts CortexRouterParts(Store& store, const Clock& clock,
@@ -360,35 +425,29 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
         hp->host);
     return 2;
   }
-  auto config = LoadConfig(options.config_path);
-  if (!config.ok()) {
-    spdlog::error("{}", config.status().message());
-    return 2;
-  }
-  auto store = OpenStore(options.data_dir);
-  if (!store.ok()) {
-    spdlog::error("cannot open store: {}", store.status().message());
-    return 1;
-  }
-  auto serve_lock = ServeLock::Take(options.data_dir);  // held until serve returns
-  if (!serve_lock.ok()) {
-    spdlog::error("{}", serve_lock.status().message());
-    return 1;
-  }
+  Startup started;
+  std::optional<ServeLock> serve_lock;  // held until serve returns
+  int rc = StartUp(
+      options.data_dir, options.config_path, register_tools,
+      [&](Store&) {
+        auto lock = ServeLock::Take(options.data_dir);
+        if (!lock.ok()) {
+          spdlog::error("{}", lock.status().message());
+          return 1;
+        }
+        serve_lock.emplace(std::move(*lock));
+        return 0;
+      },
+      &started);
+  if (rc != 0) return rc;
   const Clock& clock = ProcessClock();
-  auto connector = MakeConnector(**store, clock, config->delivery);
-  if (!connector.ok()) {
-    spdlog::error("{}", connector.status().message());
-    return 2;
-  }
-  ToolRegistry registry;
-  if (Status st = register_tools(registry, *config); !st.ok()) {
-    spdlog::error("tool registration failed: {}", st.message());
-    return 1;
-  }
+  const EngineConfig& config = started.config;
+  Store& store = *started.store;
+  Connector& connector = *started.connector;
+  ToolRegistry& registry = started.registry;
   AuthContext anonymous;
   if (options.insecure_no_auth) {
-    auto ws = EnsureWorkspace(**store, clock, options.anonymous_workspace);
+    auto ws = EnsureWorkspace(store, clock, options.anonymous_workspace);
     if (!ws.ok()) {
       spdlog::error("{}", ws.status().message());
       return 1;
@@ -400,13 +459,13 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
         "never use this outside tests",
         ws->name);
   }
-  McpServer mcp(registry, **store, clock, ServerInfo{.instructions = kCortexInstructions},
-                config->actions.quotas);
+  McpServer mcp(registry, store, clock, ServerInfo{.instructions = kCortexInstructions},
+                config.actions.quotas);
   // Tools that run as tasks have a runner (stopped, failing what it ran, before `mcp` goes).
   std::unique_ptr<TaskRunner> task_runner;
   if (registry.AnyTaskSupport()) {
     task_runner = std::make_unique<TaskRunner>(
-        **store, clock,
+        store, clock,
         [&mcp](const McpTask& t, const std::shared_ptr<std::atomic<bool>>& c,
                const std::function<void(std::string)>& progress) {
           return mcp.RunTask(t, c, progress);
@@ -414,47 +473,34 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
     mcp.SetTaskRunner(task_runner.get());
   }
   RouterOptions router_options;
-  router_options.insecure_no_auth = options.insecure_no_auth;
-  router_options.allowed_origins = options.allowed_origins;
-  router_options.allowed_hosts = options.allowed_hosts;
-  // Host checks guard loopback servers against DNS rebinding. A server listening on a
-  // public address is reached by names we cannot guess, unless the operator lists them.
-  router_options.check_host = address.is_loopback() || !options.allowed_hosts.empty();
-  router_options.metrics_token = config->http.metrics_token;
-  std::string public_url = options.base_url.empty() ? config->http.public_url : options.base_url;
-  if (!public_url.empty()) {
-    auto base = NormalizeBaseUrl(public_url);
-    if (!base.ok()) {
-      spdlog::error("{}{}", options.base_url.empty() ? "[http] public_url: " : "",
-                    base.status().message());
-      return 2;
-    }
-    router_options.public_url = *base;
+  if (int rc = ServeRouterOptions(options, address.is_loopback(), config, &router_options);
+      rc != 0) {
+    return rc;
   }
-  mcp.SetSessionLimits(config->http.sessions);
-  mcp.SetActionConfig(config->actions);
+  mcp.SetSessionLimits(config.http.sessions);
+  mcp.SetActionConfig(config.actions);
   Metrics metrics;
-  InboxApi inbox(**store, clock, config->actions, registry);
+  InboxApi inbox(store, clock, config.actions, registry);
   HttpsFetchLimits fetch_limits;
-  fetch_limits.ca_file = config->http.client_metadata_ca_file;
-  fetch_limits.private_addresses = config->http.client_metadata_private_hosts;
-  OAuthApi oauth(**store, clock,
+  fetch_limits.ca_file = config.http.client_metadata_ca_file;
+  fetch_limits.private_addresses = config.http.client_metadata_private_hosts;
+  OAuthApi oauth(store, clock,
                  [fetch_limits](const std::string& url) { return HttpsGet(url, fetch_limits); });
-  HttpRouter router(mcp, **store, metrics, router_options, anonymous,
-                    CortexRouterParts(**store, clock, {&oauth, &inbox}));
-  HttpServerOptions server_options{hp->host, hp->port, options.threads, config->http};
+  HttpRouter router(mcp, store, metrics, router_options, anonymous,
+                    CortexRouterParts(store, clock, {&oauth, &inbox}));
+  HttpServerOptions server_options{hp->host, hp->port, options.threads, config.http};
   // A write request may run on an I/O thread if the store suspends it while its write waits
   // (a request that may wait on the network still goes to the pool: HttpRouter::MayCallOut).
-  server_options.write_fibers = (*store)->SuspendsWrites();
+  server_options.write_fibers = store.SuspendsWrites();
   HttpServer server(router, metrics, server_options);
   auto port = server.Bind();
   if (!port.ok()) {
     spdlog::error("{}", port.status().message());
     return 1;
   }
-  BackgroundWork background(**store, clock, *config, **connector);
-  ConnectorPoller connectors(**store, clock, IncomingSources(*config));
-  LearningWork learning(**store, clock, *config);
+  BackgroundWork background(store, clock, config, connector);
+  ConnectorPoller connectors(store, clock, IncomingSources(config));
+  LearningWork learning(store, clock, config);
   std::string shown = address.is_v6() ? "[" + hp->host + "]" : hp->host;
   spdlog::info("cortex {} listening on http://{}:{}/mcp (data: {})", CORTEX_VERSION, shown, *port,
                RedactedLocation(options.data_dir));
@@ -465,38 +511,28 @@ int RunServe(const ServeOptions& options, const RegisterTools& register_tools) {
 
 int RunStdio(const std::string& data_dir, const std::string& config_path, const std::string& token,
              const RegisterTools& register_tools) {
-  auto config = LoadConfig(config_path);
-  if (!config.ok()) {
-    spdlog::error("{}", config.status().message());
-    return 2;
-  }
-  auto store = OpenStore(data_dir);
-  if (!store.ok()) {
-    spdlog::error("cannot open store: {}", store.status().message());
-    return 1;
-  }
-  auto auth = Authenticate(**store, token);
-  if (!auth.ok()) {
-    spdlog::error("CORTEX_TOKEN: {}", auth.status().message());
-    return 1;
-  }
-  auto connector = MakeConnector(**store, ProcessClock(), config->delivery);
-  if (!connector.ok()) {
-    spdlog::error("{}", connector.status().message());
-    return 2;
-  }
-  ToolRegistry registry;
-  if (Status st = register_tools(registry, *config); !st.ok()) {
-    spdlog::error("tool registration failed: {}", st.message());
-    return 1;
-  }
-  BackgroundWork background(**store, ProcessClock(), *config, **connector);
-  McpServer mcp(registry, **store, ProcessClock(), ServerInfo{.instructions = kCortexInstructions},
-                config->actions.quotas);
+  Startup started;
+  std::optional<AuthContext> auth;
+  int rc = StartUp(
+      data_dir, config_path, register_tools,
+      [&](Store& store) {
+        auto authenticated = Authenticate(store, token);
+        if (!authenticated.ok()) {
+          spdlog::error("CORTEX_TOKEN: {}", authenticated.status().message());
+          return 1;
+        }
+        auth = std::move(*authenticated);
+        return 0;
+      },
+      &started);
+  if (rc != 0) return rc;
+  Store& s = *started.store;
+  BackgroundWork background(s, ProcessClock(), started.config, *started.connector);
+  McpServer mcp(started.registry, s, ProcessClock(),
+                ServerInfo{.instructions = kCortexInstructions}, started.config.actions.quotas);
   Metrics metrics;
   spdlog::info("cortex {} serving MCP on stdio for workspace '{}'", CORTEX_VERSION,
                auth->workspace_name);
-  Store& s = **store;
   return ServeStdio(
       mcp, [&s, &token] { return Authenticate(s, token); }, metrics, std::cin, std::cout);
 }
