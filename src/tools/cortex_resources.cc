@@ -6,13 +6,12 @@
 #include "core/limits.h"
 #include "core/time.h"
 #include "engines/world/identifiers.h"
-#include "store/actions.h"
 #include "store/decisions.h"
 #include "store/entities.h"
-#include "store/ledger.h"
 #include "store/notifications.h"
 #include "store/rules.h"
 #include "tools/cortex_tools.h"
+#include "tools/read_tools.h"
 
 namespace cortex {
 
@@ -61,39 +60,17 @@ json UserText(std::string text) {
 // The approval inbox: actions waiting for the person, newest first, with the draft and why.
 Result<json> PendingApprovals(ToolContext& ctx, const std::optional<std::string>& entity_id) {
   json pending = json::array();
-  const std::string& ws = ctx.auth.workspace_id;
   Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
-    DecisionFilter filter;
-    filter.decision_class = DecisionClass::kActionProposed;
-    filter.status = DecisionStatus::kPending;
-    filter.entity_id = entity_id;
-    auto proposals = tx.decisions().List(ws, filter, limits::kMaxInboxItems);
-    if (!proposals.ok()) return proposals.status();
-    for (const Decision& d : *proposals) {
-      auto a = tx.actions().FindByDecision(ws, d.id);
-      if (!a.ok()) return a.status();
-      auto who = tx.entities().Get(ws, a->entity_id);
-      if (!who.ok()) return who.status();
-      auto ledger = tx.ledger().ListForAction(ws, a->id);
-      if (!ledger.ok()) return ledger.status();
-      json item = json::object();
-      item["decision_id"] = d.id;
-      item["action_id"] = a->id;
-      item["counterparty"] = {{"entity_id", who->id}, {"name", who->name}};
-      item["recipient"] = a->recipient;
-      item["message"] = a->message;
-      item["draft"] = a->draft;
-      item["level"] = a->level;
-      item["urgent"] = a->urgent;
-      item["due_at"] = a->due_at ? json(FormatTime(*a->due_at)) : json(nullptr);
-      item["created_at"] = FormatTime(a->created_at);
-      if (!ledger->empty() && ledger->front().provenance.is_object()) {
-        const json& p = ledger->front().provenance;
-        item["why"] = {{"summary", p.value("rule_summary", "")},
-                       {"level_reason", p.value("level_reason", "")},
-                       {"confidence", p.value("confidence", "just_guessing")}};
+    auto views = PendingApprovalViews(tx, ctx.auth.workspace_id, entity_id, limits::kMaxInboxItems);
+    if (!views.ok()) return views.status();
+    for (PendingApprovalView& v : *views) {
+      if (v.provenance && v.provenance->is_object()) {
+        const json& p = *v.provenance;
+        v.item["why"] = {{"summary", p.value("rule_summary", "")},
+                         {"level_reason", p.value("level_reason", "")},
+                         {"confidence", p.value("confidence", "just_guessing")}};
       }
-      pending.push_back(std::move(item));
+      pending.push_back(std::move(v.item));
     }
     return Status::Ok();
   });
@@ -283,12 +260,88 @@ Completer CortexCompleter() {
   };
 }
 
-}  // namespace
+// --- prompts ---
 
-Status RegisterCortexResources(ToolRegistry& registry) {
-  const ToolRegistry& tools = registry;
-  Catalog& c = registry.catalog();
-  // Fixed resources first: cortex://notifications/due is not a notification id.
+// What is due, waiting, next and in the digest, embedded for a morning briefing.
+Result<json> MorningBriefing(const ToolRegistry& tools, ToolContext& ctx) {
+  json messages = json::array(
+      {UserText("Give me my morning briefing from the Cortex data below. Start with what needs me "
+                "now (interrupts due, drafts waiting for my approval, the most urgent first), then "
+                "what surfaces at the next transition, then what today's digest will hold. Be "
+                "brief; name people and say what each one wants.")});
+  auto due = NotificationSection(tools, ctx, "due");
+  if (!due.ok()) return due.status();
+  messages.push_back(EmbeddedResource("cortex://notifications/due", *due));
+  auto inbox = PendingApprovals(ctx, std::nullopt);
+  if (!inbox.ok()) return inbox.status();
+  messages.push_back(EmbeddedResource("cortex://inbox", *inbox));
+  auto next = NotificationSection(tools, ctx, "next_transition");
+  if (!next.ok()) return next.status();
+  messages.push_back(EmbeddedResource("cortex://notifications/next-transition", *next));
+  auto digest = NotificationSection(tools, ctx, "digest");
+  if (!digest.ok()) return digest.status();
+  messages.push_back(EmbeddedResource("cortex://digest", *digest));
+  return json{{"description", "Morning briefing"}, {"messages", std::move(messages)}};
+}
+
+// The drafts waiting for approval (to args' counterparty only, if given), to review.
+Result<json> ReviewApprovals(ToolContext& ctx, const Arguments& args) {
+  std::optional<std::string> entity_id;
+  std::string who;
+  if (auto it = args.find("counterparty"); it != args.end() && !it->second.empty()) {
+    Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
+      auto e = ResolveCounterparty(tx, ctx.auth.workspace_id, it->second);
+      if (!e.ok()) return e.status();
+      entity_id = e->id;
+      who = e->name;
+      return Status::Ok();
+    });
+    if (st.code() == Code::kInvalidArgument && !IsIdentifierShaped(it->second)) {
+      return Status::InvalidArgument("argument 'counterparty': " + st.message());
+    }
+    if (st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument) {
+      return Status::InvalidArgument("argument 'counterparty': no counterparty matches '" +
+                                     it->second + "'");
+    }
+    if (!st.ok()) return st;
+  }
+  auto inbox = PendingApprovals(ctx, entity_id);
+  if (!inbox.ok()) return inbox.status();
+  size_t n = (*inbox)["pending"].size();
+  std::string text =
+      n == 0 ? "Nothing is waiting for my approval" + (who.empty() ? "" : " to " + who) +
+                   ". Say so in one line."
+             : "Help me review the " + std::to_string(n) + " draft" + (n == 1 ? "" : "s") +
+                   " waiting for my approval" + (who.empty() ? "" : " to " + who) +
+                   ", one at a time: who it is to, what it says, why Cortex proposed it, "
+                   "and your recommendation (approve, edit, or reject). I decide each in "
+                   "the inbox or with action.approve / action.reject.";
+  json messages = json::array({UserText(std::move(text))});
+  messages.push_back(EmbeddedResource("cortex://inbox", *inbox));
+  return json{{"description", "Review of pending approvals"}, {"messages", std::move(messages)}};
+}
+
+// One decision (args' decision_id) as decision.inspect shows it, to explain.
+Result<json> WhyDidYouDoThat(const ToolRegistry& tools, ToolContext& ctx, const Arguments& args) {
+  const std::string& id = args.at("decision_id");
+  auto body = CallReadTool(tools, "decision.inspect", {{"decision_id", id}}, ctx);
+  if (body.status().code() == Code::kNotFound) {
+    return Status::InvalidArgument("argument 'decision_id': no decision " + id +
+                                   " in this workspace");
+  }
+  if (!body.ok()) return body.status();
+  json messages =
+      json::array({UserText("Explain in plain words why Cortex made decision " + id +
+                            ": what it decided, the rule and signals behind it, how confident it "
+                            "was, and what I could change (a rule, a trust level) if I disagree."),
+                   EmbeddedResource("cortex://decisions/" + id, *body)});
+  return json{{"description", "Why Cortex made " + id}, {"messages", std::move(messages)}};
+}
+
+// --- registration ---
+
+// cortex://inbox, the sections of notification.list and cortex://rules.
+Status AddFixedResources(Catalog& c, const ToolRegistry& tools) {
   CORTEX_RETURN_IF_ERROR(c.AddResource({
       .uri = "cortex://inbox",
       .name = "inbox",
@@ -343,6 +396,11 @@ Status RegisterCortexResources(ToolRegistry& registry) {
         return TextContents(uri, *body);
       },
   }));
+  return Status::Ok();
+}
+
+// The templates: a read tool's answer for one id, and one rule.
+Status AddResourceTemplates(Catalog& c, const ToolRegistry& tools) {
   struct Template {
     const char* uri;
     const char* name;
@@ -399,33 +457,16 @@ Status RegisterCortexResources(ToolRegistry& registry) {
       },
       .complete = CortexCompleter(),
   }));
+  return Status::Ok();
+}
 
-  // --- prompts ---
+Status AddPrompts(Catalog& c, const ToolRegistry& tools) {
   CORTEX_RETURN_IF_ERROR(c.AddPrompt({
       .name = "morning_briefing",
       .title = "Morning briefing",
       .description = "What is due now, what waits for approval, what the next transition "
                      "and today's digest hold.",
-      .get = [&tools](ToolContext& ctx, const Arguments&) -> Result<json> {
-        json messages = json::array({UserText(
-            "Give me my morning briefing from the Cortex data below. Start with what needs me "
-            "now (interrupts due, drafts waiting for my approval, the most urgent first), then "
-            "what surfaces at the next transition, then what today's digest will hold. Be "
-            "brief; name people and say what each one wants.")});
-        auto due = NotificationSection(tools, ctx, "due");
-        if (!due.ok()) return due.status();
-        messages.push_back(EmbeddedResource("cortex://notifications/due", *due));
-        auto inbox = PendingApprovals(ctx, std::nullopt);
-        if (!inbox.ok()) return inbox.status();
-        messages.push_back(EmbeddedResource("cortex://inbox", *inbox));
-        auto next = NotificationSection(tools, ctx, "next_transition");
-        if (!next.ok()) return next.status();
-        messages.push_back(EmbeddedResource("cortex://notifications/next-transition", *next));
-        auto digest = NotificationSection(tools, ctx, "digest");
-        if (!digest.ok()) return digest.status();
-        messages.push_back(EmbeddedResource("cortex://digest", *digest));
-        return json{{"description", "Morning briefing"}, {"messages", std::move(messages)}};
-      },
+      .get = [&tools](ToolContext& ctx, const Arguments&) { return MorningBriefing(tools, ctx); },
   }));
   CORTEX_RETURN_IF_ERROR(c.AddPrompt({
       .name = "review_approvals",
@@ -434,42 +475,7 @@ Status RegisterCortexResources(ToolRegistry& registry) {
                      "only those to one counterparty.",
       .arguments = {{"counterparty",
                      "Only drafts to this person (a name, entity id, email or @handle).", false}},
-      .get = [](ToolContext& ctx, const Arguments& args) -> Result<json> {
-        std::optional<std::string> entity_id;
-        std::string who;
-        if (auto it = args.find("counterparty"); it != args.end() && !it->second.empty()) {
-          Status st = ctx.store.Read([&](ReadTx& tx) -> Status {
-            auto e = ResolveCounterparty(tx, ctx.auth.workspace_id, it->second);
-            if (!e.ok()) return e.status();
-            entity_id = e->id;
-            who = e->name;
-            return Status::Ok();
-          });
-          if (st.code() == Code::kInvalidArgument && !IsIdentifierShaped(it->second)) {
-            return Status::InvalidArgument("argument 'counterparty': " + st.message());
-          }
-          if (st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument) {
-            return Status::InvalidArgument("argument 'counterparty': no counterparty matches '" +
-                                           it->second + "'");
-          }
-          if (!st.ok()) return st;
-        }
-        auto inbox = PendingApprovals(ctx, entity_id);
-        if (!inbox.ok()) return inbox.status();
-        size_t n = (*inbox)["pending"].size();
-        std::string text =
-            n == 0 ? "Nothing is waiting for my approval" + (who.empty() ? "" : " to " + who) +
-                         ". Say so in one line."
-                   : "Help me review the " + std::to_string(n) + " draft" + (n == 1 ? "" : "s") +
-                         " waiting for my approval" + (who.empty() ? "" : " to " + who) +
-                         ", one at a time: who it is to, what it says, why Cortex proposed it, "
-                         "and your recommendation (approve, edit, or reject). I decide each in "
-                         "the inbox or with action.approve / action.reject.";
-        json messages = json::array({UserText(std::move(text))});
-        messages.push_back(EmbeddedResource("cortex://inbox", *inbox));
-        return json{{"description", "Review of pending approvals"},
-                    {"messages", std::move(messages)}};
-      },
+      .get = ReviewApprovals,
       .complete = CortexCompleter(),
   }));
   CORTEX_RETURN_IF_ERROR(c.AddPrompt({
@@ -478,24 +484,22 @@ Status RegisterCortexResources(ToolRegistry& registry) {
       .description = "Explain one decision: what Cortex decided, on what evidence, by which "
                      "rule, and how sure it was.",
       .arguments = {{"decision_id", "The decision (dec_...).", true}},
-      .get = [&tools](ToolContext& ctx, const Arguments& args) -> Result<json> {
-        const std::string& id = args.at("decision_id");
-        auto body = CallReadTool(tools, "decision.inspect", {{"decision_id", id}}, ctx);
-        if (body.status().code() == Code::kNotFound) {
-          return Status::InvalidArgument("argument 'decision_id': no decision " + id +
-                                         " in this workspace");
-        }
-        if (!body.ok()) return body.status();
-        json messages = json::array(
-            {UserText("Explain in plain words why Cortex made decision " + id +
-                      ": what it decided, the rule and signals behind it, how confident it "
-                      "was, and what I could change (a rule, a trust level) if I disagree."),
-             EmbeddedResource("cortex://decisions/" + id, *body)});
-        return json{{"description", "Why Cortex made " + id}, {"messages", std::move(messages)}};
-      },
+      .get = [&tools](ToolContext& ctx,
+                      const Arguments& args) { return WhyDidYouDoThat(tools, ctx, args); },
       .complete = CortexCompleter(),
   }));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RegisterCortexResources(ToolRegistry& registry) {
+  const ToolRegistry& tools = registry;
+  Catalog& c = registry.catalog();
+  // Fixed resources first: cortex://notifications/due is not a notification id.
+  CORTEX_RETURN_IF_ERROR(AddFixedResources(c, tools));
+  CORTEX_RETURN_IF_ERROR(AddResourceTemplates(c, tools));
+  return AddPrompts(c, tools);
 }
 
 }  // namespace cortex

@@ -3,8 +3,11 @@
 #include "core/crypto.h"
 #include "core/ids.h"
 #include "core/time.h"
+#include "store/actions.h"
+#include "store/decisions.h"
 #include "store/entities.h"
 #include "store/episodes.h"
+#include "store/ledger.h"
 
 namespace cortex {
 
@@ -59,6 +62,42 @@ Result<json> NotificationView(ReadTx& tx, const Notification& n) {
               {"summary", ep->summary},
               {"episode_id", ep->id},
               {"decision_id", n.decision_id}};
+}
+
+Result<std::vector<PendingApprovalView>> PendingApprovalViews(
+    ReadTx& tx, const std::string& workspace_id, const std::optional<std::string>& entity_id,
+    int limit) {
+  const std::string& ws = workspace_id;
+  DecisionFilter filter;
+  filter.decision_class = DecisionClass::kActionProposed;
+  filter.status = DecisionStatus::kPending;
+  filter.entity_id = entity_id;
+  auto proposals = tx.decisions().List(ws, filter, limit);
+  if (!proposals.ok()) return proposals.status();
+  std::vector<PendingApprovalView> views;
+  for (const Decision& d : *proposals) {
+    auto a = tx.actions().FindByDecision(ws, d.id);
+    if (!a.ok()) return a.status();
+    auto who = tx.entities().Get(ws, a->entity_id);
+    if (!who.ok()) return who.status();
+    auto ledger = tx.ledger().ListForAction(ws, a->id);
+    if (!ledger.ok()) return ledger.status();
+    PendingApprovalView view;
+    view.item = json::object();
+    view.item["decision_id"] = d.id;
+    view.item["action_id"] = a->id;
+    view.item["counterparty"] = {{"entity_id", who->id}, {"name", who->name}};
+    view.item["recipient"] = a->recipient;
+    view.item["message"] = a->message;
+    view.item["draft"] = a->draft;
+    view.item["level"] = a->level;
+    view.item["urgent"] = a->urgent;
+    view.item["due_at"] = a->due_at ? json(FormatTime(*a->due_at)) : json(nullptr);
+    view.item["created_at"] = FormatTime(a->created_at);
+    if (!ledger->empty()) view.provenance = std::move(ledger->front().provenance);
+    views.push_back(std::move(view));
+  }
+  return views;
 }
 
 }  // namespace cortex

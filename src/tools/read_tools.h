@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "store/model.h"
 #include "store/store.h"
@@ -19,6 +20,21 @@ nlohmann::json TimeSchema(const std::string& description);
 
 // A notification as the list tools show it: class, times, who, what.
 Result<nlohmann::json> NotificationView(ReadTx& tx, const Notification& n);
+
+// An action waiting for the person's approval, as both approval inboxes show it (the
+// cortex://inbox resource, the web inbox): `item` holds decision_id, action_id,
+// counterparty {entity_id, name}, recipient, message, draft, level, urgent, due_at and
+// created_at; `provenance` is that of the action's first ledger entry (none if it has no
+// entry), from which each inbox says why.
+struct PendingApprovalView {
+  nlohmann::json item;
+  std::optional<nlohmann::json> provenance;
+};
+// The workspace's pending action proposals (to `entity_id` only, if given), at most `limit`,
+// in the order decisions().List gives them (newest first).
+Result<std::vector<PendingApprovalView>> PendingApprovalViews(
+    ReadTx& tx, const std::string& workspace_id, const std::optional<std::string>& entity_id,
+    int limit);
 
 // Paging of the list tools. A cursor is "<last id of the page>.<8 hex of the filter's
 // hash>", so it only continues the query it came from.

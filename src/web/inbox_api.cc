@@ -18,6 +18,7 @@
 #include "store/tokens.h"
 #include "store/trust.h"
 #include "store/workspaces.h"
+#include "tools/read_tools.h"
 #include "web/assets.h"
 
 namespace cortex {
@@ -141,6 +142,122 @@ json PersonJson(const Entity& e, const EffectiveTrust& t) {
   p["trust_source"] = t.source;
   p["ceiling"] = t.ceiling ? json(*t.ceiling) : json(nullptr);
   return p;
+}
+
+// The parts of the page's state (InboxApi::State) read in one transaction, each into its
+// key of *out.
+
+// "pending": the approvals waiting, with the draft and why.
+Status AddPending(ReadTx& tx, const std::string& ws, json* out) {
+  auto views = PendingApprovalViews(tx, ws, std::nullopt, kMaxPending);
+  if (!views.ok()) return views.status();
+  json pending = json::array();
+  for (PendingApprovalView& v : *views) {
+    json why = json::object();
+    if (v.provenance) {
+      const json& p = *v.provenance;
+      why["summary"] = p.value("rule_summary", "");
+      why["level_reason"] = p.value("level_reason", "");
+      why["confidence"] = p.value("confidence", "just_guessing");
+      why["contributing_episodes"] = p.value("contributing_episodes", json::array());
+    }
+    v.item["level_name"] = LevelName(v.item["level"].get<int>());
+    v.item["why"] = std::move(why);
+    pending.push_back(std::move(v.item));
+  }
+  (*out)["pending"] = std::move(pending);
+  return Status::Ok();
+}
+
+// "people", by name, with their trust.
+Status AddPeople(ReadTx& tx, const std::string& ws, const TrustConfig& trust_config, json* out) {
+  auto people = tx.entities().List(ws, kMaxPeople);
+  if (!people.ok()) return people.status();
+  auto trust = tx.trust().List(ws);
+  if (!trust.ok()) return trust.status();
+  std::sort(people->begin(), people->end(),
+            [](const Entity& a, const Entity& b) { return a.name < b.name; });
+  json people_json = json::array();
+  for (const Entity& e : *people) {
+    people_json.push_back(PersonJson(e, ResolveTrust(*trust, "communicate", e, trust_config)));
+  }
+  (*out)["people"] = std::move(people_json);
+  return Status::Ok();
+}
+
+// "rules": those in force, and the learned ones waiting for the person (docs/learning.md).
+Status AddRules(ReadTx& tx, const std::string& ws, json* out) {
+  auto rules = tx.rules().List(ws, /*active_only=*/false);
+  if (!rules.ok()) return rules.status();
+  json rules_json = json::array();
+  for (const Rule& r : *rules) {
+    if (r.status != RuleStatus::kActive && r.status != RuleStatus::kProposed) continue;
+    rules_json.push_back({{"rule_id", r.id},
+                          {"status", Name(r.status)},
+                          {"name", r.name},
+                          {"kind", Name(r.kind)},
+                          {"summary", r.summary},
+                          {"effect", EffectText(r)},
+                          {"confidence", ConfidenceLabel(r, ConfidenceThresholds{})},
+                          {"origin", Name(r.origin)}});
+  }
+  (*out)["rules"] = std::move(rules_json);
+  return Status::Ok();
+}
+
+// "apps": those connected through OAuth (docs/authorization.md), which the person may
+// disconnect.
+Status AddApps(ReadTx& tx, const std::string& ws, json* out) {
+  auto tokens = tx.tokens().List(ws);
+  if (!tokens.ok()) return tokens.status();
+  json apps = json::array();
+  for (const TokenRecord& t : *tokens) {
+    if (t.client_id.empty() || t.revoked_at) continue;
+    apps.push_back({{"token_id", t.id},
+                    {"client_id", t.client_id},
+                    {"name", t.label},
+                    {"scopes", FormatScopes(t.scopes)},
+                    {"connected_at", FormatTime(t.created_at)}});
+  }
+  (*out)["apps"] = std::move(apps);
+  return Status::Ok();
+}
+
+// Each notification of notification.list's answer gets its decision's why.
+Status AddNotificationWhys(ReadTx& tx, const std::string& ws, json& notifications) {
+  auto add_why = [&](json& list) -> Status {
+    for (json& n : list) {
+      auto d = tx.decisions().Get(ws, n.value("decision_id", ""));
+      if (!d.ok()) return d.status();
+      n["why"] = {{"rule_summary", d->rule_summary.value_or("")}, {"confidence", d->confidence}};
+    }
+    return Status::Ok();
+  };
+  CORTEX_RETURN_IF_ERROR(add_why(notifications["due"]));
+  if (notifications["next_transition"].is_object()) {
+    CORTEX_RETURN_IF_ERROR(add_why(notifications["next_transition"]["notifications"]));
+  }
+  return add_why(notifications["digest"]["notifications"]);
+}
+
+// A message of decision.list's answer that could not be sent says why (its ledger's failed
+// entry: the SMTP server's or webhook's answer).
+Status AddFailures(ReadTx& tx, const std::string& ws, json& decisions) {
+  for (json& d : decisions) {
+    if (d.value("status", "") != "failed" || d.value("decision_class", "") != "action_proposed") {
+      continue;
+    }
+    auto action = tx.actions().FindByDecision(ws, d.value("decision_id", ""));
+    if (!action.ok()) continue;
+    auto entries = tx.ledger().ListForAction(ws, action->id);
+    if (!entries.ok()) return entries.status();
+    for (const LedgerEntry& e : *entries) {
+      if (e.event == LedgerEvent::kFailed && e.detail.is_object() && e.detail.contains("error")) {
+        d["failure"] = e.detail["error"];
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -330,89 +447,10 @@ HttpResponse InboxApi::State(const InboxAuth& auth, const std::string& secret) {
   AuthContext reader{auth.workspace_id, auth.workspace_name, "", kScopeRead};
   Status st = store_.Read([&](ReadTx& tx) -> Status {
     const std::string& ws = auth.workspace_id;
-    // Pending approvals, with the draft and why.
-    DecisionFilter pending_filter;
-    pending_filter.decision_class = DecisionClass::kActionProposed;
-    pending_filter.status = DecisionStatus::kPending;
-    auto proposals = tx.decisions().List(ws, pending_filter, kMaxPending);
-    if (!proposals.ok()) return proposals.status();
-    json pending = json::array();
-    for (const Decision& d : *proposals) {
-      auto a = tx.actions().FindByDecision(ws, d.id);
-      if (!a.ok()) return a.status();
-      auto who = tx.entities().Get(ws, a->entity_id);
-      if (!who.ok()) return who.status();
-      auto ledger = tx.ledger().ListForAction(ws, a->id);
-      if (!ledger.ok()) return ledger.status();
-      json why = json::object();
-      if (!ledger->empty()) {
-        const json& p = ledger->front().provenance;
-        why["summary"] = p.value("rule_summary", "");
-        why["level_reason"] = p.value("level_reason", "");
-        why["confidence"] = p.value("confidence", "just_guessing");
-        why["contributing_episodes"] = p.value("contributing_episodes", json::array());
-      }
-      json item = json::object();
-      item["decision_id"] = d.id;
-      item["action_id"] = a->id;
-      item["recipient"] = a->recipient;
-      item["counterparty"] = {{"entity_id", who->id}, {"name", who->name}};
-      item["message"] = a->message;
-      item["draft"] = a->draft;
-      item["level"] = a->level;
-      item["level_name"] = LevelName(a->level);
-      item["urgent"] = a->urgent;
-      item["due_at"] = a->due_at ? json(FormatTime(*a->due_at)) : json(nullptr);
-      item["created_at"] = FormatTime(a->created_at);
-      item["why"] = std::move(why);
-      pending.push_back(std::move(item));
-    }
-    out["pending"] = std::move(pending);
-
-    // People and their trust.
-    auto people = tx.entities().List(ws, kMaxPeople);
-    if (!people.ok()) return people.status();
-    auto trust = tx.trust().List(ws);
-    if (!trust.ok()) return trust.status();
-    std::sort(people->begin(), people->end(),
-              [](const Entity& a, const Entity& b) { return a.name < b.name; });
-    json people_json = json::array();
-    for (const Entity& e : *people) {
-      people_json.push_back(PersonJson(e, ResolveTrust(*trust, "communicate", e, actions_.trust)));
-    }
-    out["people"] = std::move(people_json);
-
-    // The rules in force, and the learned ones waiting for the person (docs/learning.md).
-    auto rules = tx.rules().List(ws, /*active_only=*/false);
-    if (!rules.ok()) return rules.status();
-    json rules_json = json::array();
-    for (const Rule& r : *rules) {
-      if (r.status != RuleStatus::kActive && r.status != RuleStatus::kProposed) continue;
-      rules_json.push_back({{"rule_id", r.id},
-                            {"status", Name(r.status)},
-                            {"name", r.name},
-                            {"kind", Name(r.kind)},
-                            {"summary", r.summary},
-                            {"effect", EffectText(r)},
-                            {"confidence", ConfidenceLabel(r, ConfidenceThresholds{})},
-                            {"origin", Name(r.origin)}});
-    }
-    out["rules"] = std::move(rules_json);
-
-    // Apps connected through OAuth (docs/authorization.md), which the person may disconnect.
-    auto tokens = tx.tokens().List(ws);
-    if (!tokens.ok()) return tokens.status();
-    json apps = json::array();
-    for (const TokenRecord& t : *tokens) {
-      if (t.client_id.empty() || t.revoked_at) continue;
-      apps.push_back({{"token_id", t.id},
-                      {"client_id", t.client_id},
-                      {"name", t.label},
-                      {"scopes", FormatScopes(t.scopes)},
-                      {"connected_at", FormatTime(t.created_at)}});
-    }
-    out["apps"] = std::move(apps);
-    return Status::Ok();
+    CORTEX_RETURN_IF_ERROR(AddPending(tx, ws, &out));
+    CORTEX_RETURN_IF_ERROR(AddPeople(tx, ws, actions_.trust, &out));
+    CORTEX_RETURN_IF_ERROR(AddRules(tx, ws, &out));
+    return AddApps(tx, ws, &out);
   });
   if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
 
@@ -424,43 +462,12 @@ HttpResponse InboxApi::State(const InboxAuth& auth, const std::string& secret) {
     return Error(503, "unavailable", "the inbox could not read its notifications; retry");
   }
   json notifications = notes.body();
-  st = store_.Read([&](ReadTx& tx) -> Status {
-    auto add_why = [&](json& list) -> Status {
-      for (json& n : list) {
-        auto d = tx.decisions().Get(auth.workspace_id, n.value("decision_id", ""));
-        if (!d.ok()) return d.status();
-        n["why"] = {{"rule_summary", d->rule_summary.value_or("")}, {"confidence", d->confidence}};
-      }
-      return Status::Ok();
-    };
-    CORTEX_RETURN_IF_ERROR(add_why(notifications["due"]));
-    if (notifications["next_transition"].is_object()) {
-      CORTEX_RETURN_IF_ERROR(add_why(notifications["next_transition"]["notifications"]));
-    }
-    return add_why(notifications["digest"]["notifications"]);
-  });
+  st = store_.Read(
+      [&](ReadTx& tx) { return AddNotificationWhys(tx, auth.workspace_id, notifications); });
   if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
   out["notifications"] = std::move(notifications);
   json decisions = recent.body().value("decisions", json::array());
-  // A message that could not be sent says why (its ledger's failed entry: the SMTP
-  // server's or webhook's answer).
-  st = store_.Read([&](ReadTx& tx) -> Status {
-    for (json& d : decisions) {
-      if (d.value("status", "") != "failed" || d.value("decision_class", "") != "action_proposed") {
-        continue;
-      }
-      auto action = tx.actions().FindByDecision(auth.workspace_id, d.value("decision_id", ""));
-      if (!action.ok()) continue;
-      auto entries = tx.ledger().ListForAction(auth.workspace_id, action->id);
-      if (!entries.ok()) return entries.status();
-      for (const LedgerEntry& e : *entries) {
-        if (e.event == LedgerEvent::kFailed && e.detail.is_object() && e.detail.contains("error")) {
-          d["failure"] = e.detail["error"];
-        }
-      }
-    }
-    return Status::Ok();
-  });
+  st = store_.Read([&](ReadTx& tx) { return AddFailures(tx, auth.workspace_id, decisions); });
   if (!st.ok()) return Error(503, "unavailable", "the store cannot answer; retry");
   out["decisions"] = std::move(decisions);
   return Json(200, out);
