@@ -294,6 +294,180 @@ Status LoadConnectors(const toml::table& t, EngineConfig* config) {
   return Status::Ok();
 }
 
+// [learning]'s values (its keys are checked with the top level's).
+Status LoadServeLearning(const toml::table& t, EngineConfig::ServeLearning* learning) {
+  CORTEX_RETURN_IF_ERROR(GetBool(t, "learning", "while_serving", &learning->enabled));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "learning", "settle_seconds", &learning->settle_seconds, 1, 86400));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "learning", "every_hours", &learning->every_hours, 1, 720));
+  return Status::Ok();
+}
+
+// [quotas]: the defaults of every workspace's limits.
+Status LoadQuotas(const toml::table& t, QuotaLimits* quotas) {
+  if (auto* a = t["quotas"].as_table()) {
+    std::set<std::string> names;
+    for (const QuotaField& f : kQuotaFields) names.insert(f.name);
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "quotas.", names));
+  }
+  for (const QuotaField& f : kQuotaFields) {
+    CORTEX_RETURN_IF_ERROR(
+        Get<int64_t>(t, "quotas", f.name, &(quotas->*(f.value)), 0, kMaxQuotaValue));
+  }
+  return Status::Ok();
+}
+
+// [http]: cortex serve's limits, its metrics token and public URL.
+Status LoadHttp(const toml::table& t, HttpLimits* http) {
+  if (auto* a = t["http"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(
+        *a, "http.",
+        {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
+         "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
+         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token", "public_url",
+         "client_metadata_ca_file", "client_metadata_private_hosts"}));
+  }
+  HttpLimits& h = *http;
+  int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
+  int64_t conns = static_cast<int64_t>(h.max_connections);
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "read_timeout_seconds", &read_s, 1, 3600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "idle_timeout_seconds", &idle_s, 1, 3600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_connections", &conns, 1, 100000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "flood_requests_per_second", &h.flood_rate, 0, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "flood_burst", &h.flood_burst, 1, 10'000'000));
+  h.read_timeout = std::chrono::seconds(read_s);
+  h.idle_timeout = std::chrono::seconds(idle_s);
+  h.max_connections = static_cast<size_t>(conns);
+  int64_t per_address = static_cast<int64_t>(h.max_connections_per_address);
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_connections_per_address", &per_address, 1, 100000));
+  h.max_connections_per_address = static_cast<size_t>(per_address);
+  int64_t sessions = static_cast<int64_t>(h.sessions.total);
+  int64_t ws_sessions = static_cast<int64_t>(h.sessions.per_workspace);
+  int64_t token_sessions = static_cast<int64_t>(h.sessions.per_token);
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_sessions", &sessions, 1, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_sessions_per_workspace", &ws_sessions, 1, 10'000'000));
+  CORTEX_RETURN_IF_ERROR(
+      Get<int64_t>(t, "http", "max_sessions_per_token", &token_sessions, 1, 10'000'000));
+  h.sessions.total = static_cast<size_t>(sessions);
+  h.sessions.per_workspace = static_cast<size_t>(ws_sessions);
+  h.sessions.per_token = static_cast<size_t>(token_sessions);
+  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "metrics_token", &h.metrics_token));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "public_url", &h.public_url));
+  CORTEX_RETURN_IF_ERROR(
+      GetString(t, "http", "client_metadata_ca_file", &h.client_metadata_ca_file));
+  CORTEX_RETURN_IF_ERROR(
+      GetBool(t, "http", "client_metadata_private_hosts", &h.client_metadata_private_hosts));
+  return Status::Ok();
+}
+
+// [drafter]'s values (its keys are checked earlier, see LoadConfig).
+Status LoadDrafter(const toml::table& t, DrafterConfig* drafter) {
+  DrafterConfig& d = *drafter;
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "model", &d.model));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "api_key", &d.api_key));
+  int64_t dt = d.timeout_seconds;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "timeout_seconds", &dt, 1, 300));
+  d.timeout_seconds = static_cast<int>(dt);
+  if (d.kind != "builtin" && d.kind != "openai") {
+    return Status::InvalidArgument("config: drafter.kind must be builtin or openai");
+  }
+  if (d.kind == "openai" && (d.url.empty() || d.model.empty())) {
+    return Status::InvalidArgument(
+        "config: drafter.kind = \"openai\" needs drafter.url and "
+        "drafter.model");
+  }
+  return Status::Ok();
+}
+
+// [actions]' and [trust]'s values (their keys are checked before).
+Status LoadActions(const toml::table& t, ActionConfig* actions) {
+  int64_t expiry = actions->draft_expiry.count() / 60;
+  int64_t undo = actions->undo_window.count();
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "draft_expiry_minutes", &expiry, 1, 525600));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "undo_window_seconds", &undo, 1, 86400));
+  actions->draft_expiry = std::chrono::minutes(expiry);
+  actions->undo_window = std::chrono::seconds(undo);
+  CORTEX_RETURN_IF_ERROR(GetBool(t, "actions", "approve_in_client", &actions->approve_in_client));
+  int64_t level = actions->trust.default_level, raise = actions->trust.approvals_to_raise;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "default_level", &level, 0, 3));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "approvals_to_raise", &raise, 1, 1000));
+  actions->trust.default_level = static_cast<int>(level);
+  actions->trust.approvals_to_raise = static_cast<int>(raise);
+  return Status::Ok();
+}
+
+// [delivery]'s values (its keys are checked before): the outbox's connector.
+Status LoadDelivery(const toml::table& t, DeliveryConfig* delivery) {
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "connector", &delivery->connector));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "jsonl_path", &delivery->jsonl_path));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_url", &delivery->webhook_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_secret", &delivery->webhook_secret));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_url", &delivery->smtp_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_from", &delivery->smtp_from));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &delivery->smtp_user));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password", &delivery->smtp_password));
+  std::string password_file, password_env;
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_file", &password_file));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_env", &password_env));
+  auto password =
+      ReadSecret("delivery.smtp_password", delivery->smtp_password, password_file, password_env);
+  if (!password.ok()) return password.status();
+  delivery->smtp_password = std::move(*password);
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_tls", &delivery->smtp_tls));
+  if (delivery->smtp_tls != "starttls" && delivery->smtp_tls != "none") {
+    return Status::InvalidArgument(
+        "config: delivery.smtp_tls must be \"starttls\" or \"none\" (smtps:// URLs use "
+        "implicit TLS)");
+  }
+  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_ca_file", &delivery->smtp_ca_file));
+  if (!delivery->smtp_url.empty() && delivery->smtp_url.rfind("smtp://", 0) != 0 &&
+      delivery->smtp_url.rfind("smtps://", 0) != 0) {
+    return Status::InvalidArgument(
+        "config: delivery.smtp_url must start with smtp:// (STARTTLS) or smtps:// (TLS)");
+  }
+  for (char c : delivery->smtp_from) {
+    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f || c == '<' || c == '>') {
+      return Status::InvalidArgument(
+          "config: delivery.smtp_from must be a bare address (no spaces, brackets or control "
+          "characters)");
+    }
+  }
+  int64_t attempts = delivery->max_attempts, timeout = delivery->timeout_seconds;
+  int64_t lease = delivery->lease_seconds;
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
+  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "lease_seconds", &lease, 2, 3600));
+  if (lease <= timeout) {
+    return Status::InvalidArgument(
+        "config: delivery.lease_seconds must exceed "
+        "delivery.timeout_seconds");
+  }
+  delivery->lease_seconds = static_cast<int>(lease);
+  delivery->max_attempts = static_cast<int>(attempts);
+  delivery->timeout_seconds = static_cast<int>(timeout);
+  return Status::Ok();
+}
+
+// [push]: the webhook events are pushed to (connector and delivery settings: LoadConfig).
+Status LoadPush(const toml::table& t, DeliveryConfig* push) {
+  if (auto* a = t["push"].as_table()) {
+    CORTEX_RETURN_IF_ERROR(Unknown(*a, "push.", {"webhook_url", "webhook_secret"}));
+  }
+  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_url", &push->webhook_url));
+  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_secret", &push->webhook_secret));
+  if (push->webhook_url.empty() != push->webhook_secret.empty()) {
+    return Status::InvalidArgument(
+        "config: push needs both push.webhook_url and push.webhook_secret (events are signed)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::string> ReadSecret(const std::string& key, const std::string& inline_value,
@@ -330,6 +504,8 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
                                    std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
+  // The first error found is the one reported: sections are checked in this order, some
+  // sections' keys before others' values.
   CORTEX_RETURN_IF_ERROR(Unknown(t, "",
                                  {"actions", "trust", "delivery", "drafter", "quotas", "http",
                                   "push", "connectors", "learning"}));
@@ -337,81 +513,14 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
     CORTEX_RETURN_IF_ERROR(Unknown(
         *a, "learning.", {"while_serving", "settle_seconds", "every_hours", "auto_accept_strong"}));
   }
-  CORTEX_RETURN_IF_ERROR(GetBool(t, "learning", "while_serving", &config.learning_serve.enabled));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "learning", "settle_seconds",
-                                      &config.learning_serve.settle_seconds, 1, 86400));
-  CORTEX_RETURN_IF_ERROR(
-      Get<int64_t>(t, "learning", "every_hours", &config.learning_serve.every_hours, 1, 720));
+  CORTEX_RETURN_IF_ERROR(LoadServeLearning(t, &config.learning_serve));
   if (auto* a = t["drafter"].as_table()) {
     CORTEX_RETURN_IF_ERROR(
         Unknown(*a, "drafter.", {"kind", "url", "model", "api_key", "timeout_seconds"}));
   }
-  if (auto* a = t["quotas"].as_table()) {
-    std::set<std::string> names;
-    for (const QuotaField& f : kQuotaFields) names.insert(f.name);
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "quotas.", names));
-  }
-  for (const QuotaField& f : kQuotaFields) {
-    CORTEX_RETURN_IF_ERROR(
-        Get<int64_t>(t, "quotas", f.name, &(config.actions.quotas.*(f.value)), 0, kMaxQuotaValue));
-  }
-  if (auto* a = t["http"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(
-        *a, "http.",
-        {"read_timeout_seconds", "idle_timeout_seconds", "max_connections",
-         "max_connections_per_address", "flood_requests_per_second", "flood_burst", "max_sessions",
-         "max_sessions_per_workspace", "max_sessions_per_token", "metrics_token", "public_url",
-         "client_metadata_ca_file", "client_metadata_private_hosts"}));
-  }
-  HttpLimits& h = config.http;
-  int64_t read_s = h.read_timeout.count(), idle_s = h.idle_timeout.count();
-  int64_t conns = static_cast<int64_t>(h.max_connections);
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "read_timeout_seconds", &read_s, 1, 3600));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "idle_timeout_seconds", &idle_s, 1, 3600));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_connections", &conns, 1, 100000));
-  CORTEX_RETURN_IF_ERROR(
-      Get<int64_t>(t, "http", "flood_requests_per_second", &h.flood_rate, 0, 10'000'000));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "flood_burst", &h.flood_burst, 1, 10'000'000));
-  h.read_timeout = std::chrono::seconds(read_s);
-  h.idle_timeout = std::chrono::seconds(idle_s);
-  h.max_connections = static_cast<size_t>(conns);
-  int64_t per_address = static_cast<int64_t>(h.max_connections_per_address);
-  CORTEX_RETURN_IF_ERROR(
-      Get<int64_t>(t, "http", "max_connections_per_address", &per_address, 1, 100000));
-  h.max_connections_per_address = static_cast<size_t>(per_address);
-  int64_t sessions = static_cast<int64_t>(h.sessions.total);
-  int64_t ws_sessions = static_cast<int64_t>(h.sessions.per_workspace);
-  int64_t token_sessions = static_cast<int64_t>(h.sessions.per_token);
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "http", "max_sessions", &sessions, 1, 10'000'000));
-  CORTEX_RETURN_IF_ERROR(
-      Get<int64_t>(t, "http", "max_sessions_per_workspace", &ws_sessions, 1, 10'000'000));
-  CORTEX_RETURN_IF_ERROR(
-      Get<int64_t>(t, "http", "max_sessions_per_token", &token_sessions, 1, 10'000'000));
-  h.sessions.total = static_cast<size_t>(sessions);
-  h.sessions.per_workspace = static_cast<size_t>(ws_sessions);
-  h.sessions.per_token = static_cast<size_t>(token_sessions);
-  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "metrics_token", &h.metrics_token));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "http", "public_url", &h.public_url));
-  CORTEX_RETURN_IF_ERROR(
-      GetString(t, "http", "client_metadata_ca_file", &h.client_metadata_ca_file));
-  CORTEX_RETURN_IF_ERROR(
-      GetBool(t, "http", "client_metadata_private_hosts", &h.client_metadata_private_hosts));
-  DrafterConfig& d = config.actions.drafter;
-  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "kind", &d.kind));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "url", &d.url));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "model", &d.model));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "drafter", "api_key", &d.api_key));
-  int64_t dt = d.timeout_seconds;
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "drafter", "timeout_seconds", &dt, 1, 300));
-  d.timeout_seconds = static_cast<int>(dt);
-  if (d.kind != "builtin" && d.kind != "openai") {
-    return Status::InvalidArgument("config: drafter.kind must be builtin or openai");
-  }
-  if (d.kind == "openai" && (d.url.empty() || d.model.empty())) {
-    return Status::InvalidArgument(
-        "config: drafter.kind = \"openai\" needs drafter.url and "
-        "drafter.model");
-  }
+  CORTEX_RETURN_IF_ERROR(LoadQuotas(t, &config.actions.quotas));
+  CORTEX_RETURN_IF_ERROR(LoadHttp(t, &config.http));
+  CORTEX_RETURN_IF_ERROR(LoadDrafter(t, &config.actions.drafter));
   if (auto* a = t["actions"].as_table()) {
     CORTEX_RETURN_IF_ERROR(Unknown(
         *a, "actions.", {"draft_expiry_minutes", "undo_window_seconds", "approve_in_client"}));
@@ -426,77 +535,9 @@ Result<EngineConfig> LoadConfig(const std::string& path) {
          "timeout_seconds", "lease_seconds", "smtp_url", "smtp_from", "smtp_user", "smtp_password",
          "smtp_password_file", "smtp_password_env", "smtp_tls", "smtp_ca_file"}));
   }
-  int64_t expiry = config.actions.draft_expiry.count() / 60;
-  int64_t undo = config.actions.undo_window.count();
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "draft_expiry_minutes", &expiry, 1, 525600));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "actions", "undo_window_seconds", &undo, 1, 86400));
-  config.actions.draft_expiry = std::chrono::minutes(expiry);
-  config.actions.undo_window = std::chrono::seconds(undo);
-  CORTEX_RETURN_IF_ERROR(
-      GetBool(t, "actions", "approve_in_client", &config.actions.approve_in_client));
-  int64_t level = config.actions.trust.default_level,
-          raise = config.actions.trust.approvals_to_raise;
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "default_level", &level, 0, 3));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "trust", "approvals_to_raise", &raise, 1, 1000));
-  config.actions.trust.default_level = static_cast<int>(level);
-  config.actions.trust.approvals_to_raise = static_cast<int>(raise);
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "connector", &config.delivery.connector));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "jsonl_path", &config.delivery.jsonl_path));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "webhook_url", &config.delivery.webhook_url));
-  CORTEX_RETURN_IF_ERROR(
-      GetString(t, "delivery", "webhook_secret", &config.delivery.webhook_secret));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_url", &config.delivery.smtp_url));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_from", &config.delivery.smtp_from));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_user", &config.delivery.smtp_user));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password", &config.delivery.smtp_password));
-  std::string password_file, password_env;
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_file", &password_file));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_password_env", &password_env));
-  auto password = ReadSecret("delivery.smtp_password", config.delivery.smtp_password, password_file,
-                             password_env);
-  if (!password.ok()) return password.status();
-  config.delivery.smtp_password = std::move(*password);
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_tls", &config.delivery.smtp_tls));
-  if (config.delivery.smtp_tls != "starttls" && config.delivery.smtp_tls != "none") {
-    return Status::InvalidArgument(
-        "config: delivery.smtp_tls must be \"starttls\" or \"none\" (smtps:// URLs use "
-        "implicit TLS)");
-  }
-  CORTEX_RETURN_IF_ERROR(GetString(t, "delivery", "smtp_ca_file", &config.delivery.smtp_ca_file));
-  if (!config.delivery.smtp_url.empty() && config.delivery.smtp_url.rfind("smtp://", 0) != 0 &&
-      config.delivery.smtp_url.rfind("smtps://", 0) != 0) {
-    return Status::InvalidArgument(
-        "config: delivery.smtp_url must start with smtp:// (STARTTLS) or smtps:// (TLS)");
-  }
-  for (char c : config.delivery.smtp_from) {
-    if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f || c == '<' || c == '>') {
-      return Status::InvalidArgument(
-          "config: delivery.smtp_from must be a bare address (no spaces, brackets or control "
-          "characters)");
-    }
-  }
-  int64_t attempts = config.delivery.max_attempts, timeout = config.delivery.timeout_seconds;
-  int64_t lease = config.delivery.lease_seconds;
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "max_attempts", &attempts, 1, 100));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "timeout_seconds", &timeout, 1, 300));
-  CORTEX_RETURN_IF_ERROR(Get<int64_t>(t, "delivery", "lease_seconds", &lease, 2, 3600));
-  if (lease <= timeout) {
-    return Status::InvalidArgument(
-        "config: delivery.lease_seconds must exceed "
-        "delivery.timeout_seconds");
-  }
-  config.delivery.lease_seconds = static_cast<int>(lease);
-  config.delivery.max_attempts = static_cast<int>(attempts);
-  config.delivery.timeout_seconds = static_cast<int>(timeout);
-  if (auto* a = t["push"].as_table()) {
-    CORTEX_RETURN_IF_ERROR(Unknown(*a, "push.", {"webhook_url", "webhook_secret"}));
-  }
-  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_url", &config.push.webhook_url));
-  CORTEX_RETURN_IF_ERROR(GetString(t, "push", "webhook_secret", &config.push.webhook_secret));
-  if (config.push.webhook_url.empty() != config.push.webhook_secret.empty()) {
-    return Status::InvalidArgument(
-        "config: push needs both push.webhook_url and push.webhook_secret (events are signed)");
-  }
+  CORTEX_RETURN_IF_ERROR(LoadActions(t, &config.actions));
+  CORTEX_RETURN_IF_ERROR(LoadDelivery(t, &config.delivery));
+  CORTEX_RETURN_IF_ERROR(LoadPush(t, &config.push));
   CORTEX_RETURN_IF_ERROR(LoadConnectors(t, &config));
   // Pushes are delivered as messages are: same attempts, timeout and lease.
   config.push.connector = config.push.webhook_url.empty() ? "" : "webhook";
