@@ -91,6 +91,193 @@ IncomingEpisode CalendarEpisode(const CalendarOccurrence& o, const std::string& 
   return ep;
 }
 
+namespace {
+
+// The calendar's text as it stands: the feed, or the collection's events (only changed ones
+// fetched), with what the pass then records of the collection.
+struct CalendarTexts {
+  std::vector<std::string> texts;
+  std::vector<CalendarResource> fetched;  // CalDAV resources new or changed
+  std::vector<std::string> gone;          // CalDAV hrefs no longer listed
+};
+
+Result<CalendarTexts> ReadCalendarTexts(Store& store, const std::string& ws,
+                                        const std::string& source, const CalendarAccount& account,
+                                        const CalendarWindow& window) {
+  CalendarTexts out;
+  if (account.protocol != "caldav") {
+    auto feed = FetchFeed(account);
+    if (!feed.ok()) return feed.status();
+    out.texts.push_back(std::move(*feed));
+    return out;
+  }
+  auto listed = ListCalendarEvents(account, window.from, window.to);
+  if (!listed.ok()) return listed.status();
+  std::map<std::string, CalendarResourceRow> cached;
+  CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
+    auto rows = tx.calendar().Resources(ws, source);
+    if (!rows.ok()) return rows.status();
+    for (CalendarResourceRow& r : *rows) cached[r.href] = std::move(r);
+    return Status::Ok();
+  }));
+  std::vector<std::string> wanted;
+  std::set<std::string> listed_hrefs;
+  for (const CalendarResource& r : *listed) {
+    listed_hrefs.insert(r.href);
+    auto it = cached.find(r.href);
+    if (it == cached.end() || it->second.etag != r.etag) {
+      wanted.push_back(r.href);
+    } else {
+      out.texts.push_back(it->second.data);
+    }
+  }
+  for (const auto& entry : cached) {
+    if (!listed_hrefs.count(entry.first)) out.gone.push_back(entry.first);
+  }
+  if (!wanted.empty()) {
+    auto got = GetCalendarEvents(account, wanted);
+    if (!got.ok()) return got.status();
+    out.fetched = std::move(*got);
+  }
+  for (const CalendarResource& r : out.fetched) out.texts.push_back(r.data);
+  return out;
+}
+
+// The occurrences in `texts` as the calendar stands now, by key. An unreadable feed is an
+// error naming the account (`name`); an unreadable CalDAV event is skipped.
+Result<std::map<std::string, CalendarOccurrence>> ExpandOccurrences(
+    const std::vector<std::string>& texts, const CalendarWindow& window,
+    const CalendarAccount& account, const std::string& name, CalendarSyncReport* report) {
+  std::map<std::string, CalendarOccurrence> current;
+  for (const std::string& text : texts) {
+    auto parsed = ExpandCalendar(text, window);
+    if (!parsed.ok()) {
+      if (account.protocol != "caldav") {
+        return Status::InvalidArgument(name + ": " + parsed.status().message());
+      }
+      ++report->skipped;  // one unreadable event does not hide the rest of the collection
+      spdlog::warn("{}: an event was not read: {}", name, parsed.status().message());
+      continue;
+    }
+    report->skipped += parsed->skipped;
+    for (CalendarOccurrence& o : parsed->occurrences) current.emplace(o.Key(), std::move(o));
+  }
+  return current;
+}
+
+// The difference between the calendar now and the connector's record of it: episodes to
+// add, episodes to retract, the record to keep.
+struct CalendarChanges {
+  std::vector<IngestItem> items;  // new attendees first, then the episodes
+  struct Added {
+    CalendarOccurrenceRow row;
+    std::string external_id;
+  };
+  std::vector<Added> added;
+  std::vector<std::pair<std::string, std::string>> retract;  // episode id, reason
+  std::vector<CalendarOccurrenceRow> put;
+  std::vector<std::string> drop;
+};
+
+Result<CalendarChanges> DiffOccurrences(Store& store, const std::string& ws,
+                                        const std::string& source,
+                                        const std::map<std::string, CalendarOccurrence>& current,
+                                        const std::map<std::string, CalendarOccurrenceRow>& stored,
+                                        TimePoint now, TimePoint window_from,
+                                        CalendarSyncReport* report) {
+  CalendarChanges changes;
+  std::vector<IncomingEpisode> episodes;
+  std::set<std::string> named;  // counterparties looked at
+  for (const auto& [key, o] : current) {
+    std::string fp = Fingerprint(o);
+    auto it = stored.find(key);
+    int64_t version = 1;
+    if (it != stored.end()) {
+      if (!it->second.episode_id.empty() && it->second.fingerprint == fp) {
+        ++report->unchanged;
+        continue;
+      }
+      version = it->second.version + 1;
+      if (!it->second.episode_id.empty()) {
+        changes.retract.emplace_back(it->second.episode_id, "moved or changed");
+        ++report->changed;
+      } else {
+        ++report->added;  // reinstated after a cancellation
+      }
+    } else {
+      ++report->added;
+    }
+    // An attendee never seen before is named as the calendar names them (CN); a known
+    // one keeps their name.
+    std::string who = Counterparty(o);
+    if (!who.empty() && !o.focus && !o.counterparty_name.empty() && !named.count(who)) {
+      named.insert(who);
+      bool known = false;
+      CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
+        auto e = tx.entities().FindByIdentifier(ws, who);
+        known = e.ok();
+        return e.ok() || e.status().code() == Code::kNotFound ? Status::Ok() : e.status();
+      }));
+      if (!known) {
+        changes.items.push_back(IncomingEntity{
+            Utf8Prefix(o.counterparty_name, limits::kMaxNameChars), "person", {who}, {}});
+      }
+    }
+    episodes.push_back(CalendarEpisode(o, source, version));
+    changes.added.push_back(
+        {{key, "", fp, version, o.start, o.end}, *episodes.back().episode.external_id});
+  }
+  for (const auto& [key, row] : stored) {
+    if (current.count(key)) continue;
+    if (!row.episode_id.empty() && row.ends_at > now) {
+      // A future (or running) occurrence the calendar no longer holds: cancelled, or moved
+      // out of the window. What has already happened stays as it was.
+      changes.retract.emplace_back(row.episode_id, "cancelled or removed");
+      ++report->removed;
+      CalendarOccurrenceRow r = row;
+      r.episode_id.clear();
+      changes.put.push_back(std::move(r));
+    } else if (row.starts_at < window_from) {
+      changes.drop.push_back(key);  // out of the window behind: forgotten
+    }
+  }
+  for (IncomingEpisode& e : episodes) changes.items.push_back(std::move(e));
+  return changes;
+}
+
+// The connector's record after the pass, in the transaction that stores its episodes.
+Status RecordPass(WriteTx& tx, const std::string& ws, const std::string& source, TimePoint now,
+                  const CalendarChanges& changes, const CalendarTexts& read) {
+  auto cal = tx.calendar();
+  auto episodes = tx.episodes();
+  for (const CalendarChanges::Added& a : changes.added) {
+    auto e = episodes.FindByExternalId(ws, a.external_id);
+    if (!e.ok()) return e.status();
+    CalendarOccurrenceRow row = a.row;
+    row.episode_id = e->id;
+    CORTEX_RETURN_IF_ERROR(cal.PutOccurrence(ws, source, row));
+  }
+  for (const auto& [episode_id, reason] : changes.retract) {
+    CORTEX_RETURN_IF_ERROR(episodes.Retract(ws, episode_id, now, reason));
+  }
+  for (const CalendarOccurrenceRow& row : changes.put) {
+    CORTEX_RETURN_IF_ERROR(cal.PutOccurrence(ws, source, row));
+  }
+  for (const std::string& key : changes.drop) {
+    CORTEX_RETURN_IF_ERROR(cal.DeleteOccurrence(ws, source, key));
+  }
+  for (const CalendarResource& r : read.fetched) {
+    CalendarResourceRow row{r.href, r.etag, r.data};
+    CORTEX_RETURN_IF_ERROR(cal.PutResource(ws, source, row));
+  }
+  for (const std::string& href : read.gone) {
+    CORTEX_RETURN_IF_ERROR(cal.DeleteResource(ws, source, href));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
                                         const CalendarAccount& account) {
   auto ws = EnsureWorkspace(store, clock, account.workspace);
@@ -105,62 +292,11 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
   window.self = account.self;
   CalendarSyncReport report;
 
-  // The calendar's text: the feed, or the collection's events (only changed ones fetched).
-  std::vector<std::string> texts;
-  std::vector<CalendarResource> fetched;
-  std::vector<std::string> gone;  // CalDAV hrefs no longer listed
-  if (account.protocol == "caldav") {
-    auto listed = ListCalendarEvents(account, window.from, window.to);
-    if (!listed.ok()) return listed.status();
-    std::map<std::string, CalendarResourceRow> cached;
-    CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
-      auto rows = tx.calendar().Resources(ws->id, source);
-      if (!rows.ok()) return rows.status();
-      for (CalendarResourceRow& r : *rows) cached[r.href] = std::move(r);
-      return Status::Ok();
-    }));
-    std::vector<std::string> wanted;
-    std::set<std::string> listed_hrefs;
-    for (const CalendarResource& r : *listed) {
-      listed_hrefs.insert(r.href);
-      auto it = cached.find(r.href);
-      if (it == cached.end() || it->second.etag != r.etag) {
-        wanted.push_back(r.href);
-      } else {
-        texts.push_back(it->second.data);
-      }
-    }
-    for (const auto& entry : cached) {
-      if (!listed_hrefs.count(entry.first)) gone.push_back(entry.first);
-    }
-    if (!wanted.empty()) {
-      auto got = GetCalendarEvents(account, wanted);
-      if (!got.ok()) return got.status();
-      fetched = std::move(*got);
-    }
-    report.fetched = fetched.size();
-    for (const CalendarResource& r : fetched) texts.push_back(r.data);
-  } else {
-    auto feed = FetchFeed(account);
-    if (!feed.ok()) return feed.status();
-    texts.push_back(std::move(*feed));
-  }
-
-  // The occurrences as the calendar stands now, by key.
-  std::map<std::string, CalendarOccurrence> current;
-  for (const std::string& text : texts) {
-    auto parsed = ExpandCalendar(text, window);
-    if (!parsed.ok()) {
-      if (account.protocol != "caldav") {
-        return Status::InvalidArgument(name + ": " + parsed.status().message());
-      }
-      ++report.skipped;  // one unreadable event does not hide the rest of the collection
-      spdlog::warn("{}: an event was not read: {}", name, parsed.status().message());
-      continue;
-    }
-    report.skipped += parsed->skipped;
-    for (CalendarOccurrence& o : parsed->occurrences) current.emplace(o.Key(), std::move(o));
-  }
+  auto read = ReadCalendarTexts(store, ws->id, source, account, window);
+  if (!read.ok()) return read.status();
+  report.fetched = read->fetched.size();
+  auto current = ExpandOccurrences(read->texts, window, account, name, &report);
+  if (!current.ok()) return current.status();
 
   std::map<std::string, CalendarOccurrenceRow> stored;
   CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
@@ -170,100 +306,12 @@ Result<CalendarSyncReport> SyncCalendar(Store& store, const Clock& clock,
     return Status::Ok();
   }));
 
-  // The difference: episodes to add, episodes to retract, the record to keep.
-  std::vector<IngestItem> items;  // new attendees first, then the episodes
-  std::vector<IncomingEpisode> episodes;
-  struct Added {
-    CalendarOccurrenceRow row;
-    std::string external_id;
-  };
-  std::vector<Added> added;
-  std::vector<std::pair<std::string, std::string>> retract;  // episode id, reason
-  std::vector<CalendarOccurrenceRow> put;
-  std::vector<std::string> drop;
-  std::set<std::string> named;  // counterparties looked at
-  for (const auto& [key, o] : current) {
-    std::string fp = Fingerprint(o);
-    auto it = stored.find(key);
-    int64_t version = 1;
-    if (it != stored.end()) {
-      if (!it->second.episode_id.empty() && it->second.fingerprint == fp) {
-        ++report.unchanged;
-        continue;
-      }
-      version = it->second.version + 1;
-      if (!it->second.episode_id.empty()) {
-        retract.emplace_back(it->second.episode_id, "moved or changed");
-        ++report.changed;
-      } else {
-        ++report.added;  // reinstated after a cancellation
-      }
-    } else {
-      ++report.added;
-    }
-    // An attendee never seen before is named as the calendar names them (CN); a known
-    // one keeps their name.
-    std::string who = Counterparty(o);
-    if (!who.empty() && !o.focus && !o.counterparty_name.empty() && !named.count(who)) {
-      named.insert(who);
-      bool known = false;
-      CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) -> Status {
-        auto e = tx.entities().FindByIdentifier(ws->id, who);
-        known = e.ok();
-        return e.ok() || e.status().code() == Code::kNotFound ? Status::Ok() : e.status();
-      }));
-      if (!known) {
-        items.push_back(IncomingEntity{
-            Utf8Prefix(o.counterparty_name, limits::kMaxNameChars), "person", {who}, {}});
-      }
-    }
-    episodes.push_back(CalendarEpisode(o, source, version));
-    added.push_back({{key, "", fp, version, o.start, o.end}, *episodes.back().episode.external_id});
-  }
-  for (const auto& [key, row] : stored) {
-    if (current.count(key)) continue;
-    if (!row.episode_id.empty() && row.ends_at > now) {
-      // A future (or running) occurrence the calendar no longer holds: cancelled, or moved
-      // out of the window. What has already happened stays as it was.
-      retract.emplace_back(row.episode_id, "cancelled or removed");
-      ++report.removed;
-      CalendarOccurrenceRow r = row;
-      r.episode_id.clear();
-      put.push_back(std::move(r));
-    } else if (row.starts_at < window.from) {
-      drop.push_back(key);  // out of the window behind: forgotten
-    }
-  }
-
-  for (IncomingEpisode& e : episodes) items.push_back(std::move(e));
-  auto ingested = IngestItems(store, clock, ws->id, std::move(items), [&](WriteTx& tx) -> Status {
-    auto cal = tx.calendar();
-    auto episodes = tx.episodes();
-    for (const Added& a : added) {
-      auto e = episodes.FindByExternalId(ws->id, a.external_id);
-      if (!e.ok()) return e.status();
-      CalendarOccurrenceRow row = a.row;
-      row.episode_id = e->id;
-      CORTEX_RETURN_IF_ERROR(cal.PutOccurrence(ws->id, source, row));
-    }
-    for (const auto& [episode_id, reason] : retract) {
-      CORTEX_RETURN_IF_ERROR(episodes.Retract(ws->id, episode_id, now, reason));
-    }
-    for (const CalendarOccurrenceRow& row : put) {
-      CORTEX_RETURN_IF_ERROR(cal.PutOccurrence(ws->id, source, row));
-    }
-    for (const std::string& key : drop) {
-      CORTEX_RETURN_IF_ERROR(cal.DeleteOccurrence(ws->id, source, key));
-    }
-    for (const CalendarResource& r : fetched) {
-      CalendarResourceRow row{r.href, r.etag, r.data};
-      CORTEX_RETURN_IF_ERROR(cal.PutResource(ws->id, source, row));
-    }
-    for (const std::string& href : gone) {
-      CORTEX_RETURN_IF_ERROR(cal.DeleteResource(ws->id, source, href));
-    }
-    return Status::Ok();
-  });
+  auto changes =
+      DiffOccurrences(store, ws->id, source, *current, stored, now, window.from, &report);
+  if (!changes.ok()) return changes.status();
+  auto ingested = IngestItems(
+      store, clock, ws->id, std::move(changes->items),
+      [&](WriteTx& tx) -> Status { return RecordPass(tx, ws->id, source, now, *changes, *read); });
   if (!ingested.ok()) {
     std::string msg = name + ": " + ingested.status().message();
     return ingested.status().code() == Code::kUnavailable ? Status::Unavailable(msg)
