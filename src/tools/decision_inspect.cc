@@ -30,6 +30,86 @@ json DecisionInspectBody(const Decision& d) {
   return body;
 }
 
+namespace {
+
+// A proposed action's life from its ledger: each event, when, who moved it and, for a failed
+// delivery, why and after how many attempts.
+json History(const std::vector<LedgerReader::HistoryEntry>& entries) {
+  json history = json::array();
+  for (const LedgerReader::HistoryEntry& e : entries) {
+    json& h = history.emplace_back(json::object());
+    h["event"] = Name(e.event);
+    h["occurred_at"] = FormatTime(e.occurred_at);
+    h["ledger_entry_id"] = e.id;
+    // Most entries' detail names no actor: parse only those that may.
+    if (e.detail.find("\"by\"") == std::string::npos && e.event != LedgerEvent::kFailed) {
+      continue;
+    }
+    json detail = ParseJson(e.detail);
+    if (!detail.is_object()) continue;
+    if (detail.contains("by")) h["by"] = std::move(detail["by"]);
+    if (e.event == LedgerEvent::kFailed) {
+      if (detail.contains("error")) h["error"] = std::move(detail["error"]);
+      if (detail.contains("attempts")) h["attempts"] = std::move(detail["attempts"]);
+    }
+  }
+  return history;
+}
+
+// What a proposed action adds to its decision: status, why its level, its history.
+Status AddProposal(ReadTx& tx, const std::string& ws, const Decision& d, json* body) {
+  (*body)["status"] = Name(d.status);
+  auto entries = tx.ledger().HistoryOfDecision(ws, d.id);
+  if (!entries.ok()) return entries.status();
+  if (entries->empty()) return Status::NotFound("no action for decision " + d.id);
+  // Why this level: on the decision since issue #41, on its ledger entry before.
+  if (auto reason = StoredStringMember(d.details_json, "level_reason")) {
+    (*body)["level_reason"] = std::move(*reason);
+  } else {
+    auto text = tx.ledger().ProposalProvenance(ws, d.id);
+    if (!text.ok()) return text.status();
+    json provenance = ParseJson(*text);
+    if (provenance.is_object() && provenance.contains("level_reason")) {
+      (*body)["level_reason"] = std::move(provenance["level_reason"]);
+    }
+  }
+  (*body)["history"] = History(*entries);
+  return Status::Ok();
+}
+
+// The tool's handler.
+ToolReply InspectDecision(ToolContext& ctx, const json& args) {
+  const std::string id = args.at("decision_id");
+  json body;
+  Status st = ctx.store.Read([&](ReadTx& tx) {
+    auto d = tx.decisions().Get(ctx.auth.workspace_id, id);
+    if (!d.ok()) return d.status();
+    body = DecisionInspectBody(*d);
+    // Who decided: a proposal's ledger, a trust move's actor.
+    if (d->decision_class == DecisionClass::kTrustTransition) {
+      json details = d->Details();
+      if (details.contains("by")) body["by"] = details["by"];
+    }
+    if (d->decision_class == DecisionClass::kRuleProposed ||
+        d->decision_class == DecisionClass::kRuleRetired) {
+      body["learned_rule"] = d->Details();
+    }
+    if (d->decision_class == DecisionClass::kRuleFired) body["fired_rule"] = d->Details();
+    if (d->decision_class == DecisionClass::kDigest) {
+      body["status"] = Name(d->status);
+      body["digest"] = d->Details();
+    }
+    if (d->decision_class != DecisionClass::kActionProposed) return Status::Ok();
+    return AddProposal(tx, ctx.auth.workspace_id, *d, &body);
+  });
+  if (st.code() == Code::kNotFound) {
+    return ToolReply::Error("not_found", "no decision " + id + " in this workspace");
+  }
+  return st.ok() ? ToolReply::Ok(std::move(body)) : ToolReply::FromStatus(st);
+}
+
+}  // namespace
+
 ToolDef DecisionInspectTool() {
   return ToolDef{
       .name = "decision.inspect",
@@ -98,69 +178,7 @@ ToolDef DecisionInspectTool() {
                 "and the drafts it said were waiting."}}}}}},
       .annotations = {{"readOnlyHint", true}, {"idempotentHint", true}, {"openWorldHint", false}},
       .scope = kScopeRead,
-      .handler = [](ToolContext& ctx, const json& args) -> ToolReply {
-        const std::string id = args.at("decision_id");
-        json body;
-        Status st = ctx.store.Read([&](ReadTx& tx) {
-          auto d = tx.decisions().Get(ctx.auth.workspace_id, id);
-          if (!d.ok()) return d.status();
-          body = DecisionInspectBody(*d);
-          // Who decided: a proposal's ledger, a trust move's actor.
-          if (d->decision_class == DecisionClass::kTrustTransition) {
-            json details = d->Details();
-            if (details.contains("by")) body["by"] = details["by"];
-          }
-          if (d->decision_class == DecisionClass::kRuleProposed ||
-              d->decision_class == DecisionClass::kRuleRetired) {
-            body["learned_rule"] = d->Details();
-          }
-          if (d->decision_class == DecisionClass::kRuleFired) body["fired_rule"] = d->Details();
-          if (d->decision_class == DecisionClass::kDigest) {
-            body["status"] = Name(d->status);
-            body["digest"] = d->Details();
-          }
-          if (d->decision_class != DecisionClass::kActionProposed) return Status::Ok();
-          body["status"] = Name(d->status);
-          auto entries = tx.ledger().HistoryOfDecision(ctx.auth.workspace_id, d->id);
-          if (!entries.ok()) return entries.status();
-          if (entries->empty()) return Status::NotFound("no action for decision " + d->id);
-          // Why this level: on the decision since issue #41, on its ledger entry before.
-          if (auto reason = StoredStringMember(d->details_json, "level_reason")) {
-            body["level_reason"] = std::move(*reason);
-          } else {
-            auto text = tx.ledger().ProposalProvenance(ctx.auth.workspace_id, d->id);
-            if (!text.ok()) return text.status();
-            json provenance = ParseJson(*text);
-            if (provenance.is_object() && provenance.contains("level_reason")) {
-              body["level_reason"] = std::move(provenance["level_reason"]);
-            }
-          }
-          json history = json::array();
-          for (const LedgerReader::HistoryEntry& e : *entries) {
-            json& h = history.emplace_back(json::object());
-            h["event"] = Name(e.event);
-            h["occurred_at"] = FormatTime(e.occurred_at);
-            h["ledger_entry_id"] = e.id;
-            // Most entries' detail names no actor: parse only those that may.
-            if (e.detail.find("\"by\"") == std::string::npos && e.event != LedgerEvent::kFailed) {
-              continue;
-            }
-            json detail = ParseJson(e.detail);
-            if (!detail.is_object()) continue;
-            if (detail.contains("by")) h["by"] = std::move(detail["by"]);
-            if (e.event == LedgerEvent::kFailed) {
-              if (detail.contains("error")) h["error"] = std::move(detail["error"]);
-              if (detail.contains("attempts")) h["attempts"] = std::move(detail["attempts"]);
-            }
-          }
-          body["history"] = std::move(history);
-          return Status::Ok();
-        });
-        if (st.code() == Code::kNotFound) {
-          return ToolReply::Error("not_found", "no decision " + id + " in this workspace");
-        }
-        return st.ok() ? ToolReply::Ok(std::move(body)) : ToolReply::FromStatus(st);
-      },
+      .handler = InspectDecision,
   };
 }
 
