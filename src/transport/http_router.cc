@@ -104,6 +104,45 @@ int StatusFor(Disposition d) {
   return 500;
 }
 
+// The HTTP answer to a POST /mcp that `mres` answers, for a client that accepts `accepts`
+// (`streamed`: its notifications went out live already, as a stream).
+HttpResponse McpHttpResponse(const McpResponse& mres, const Accepts& accepts, bool streamed) {
+  HttpResponse r;
+  r.status = StatusFor(mres.disposition);
+  if (mres.disposition == Disposition::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  if (mres.disposition == Disposition::kLimited) r.headers.emplace_back("Retry-After", "60");
+  if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
+  if (!mres.held_stream.empty()) {
+    // A tools/call that asks the user first: our request now, its result when answered. Or
+    // a subscriptions/listen: its acknowledgement now, the updates as they come.
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
+    for (const json& q : mres.requests) r.body += SseEvent(DumpJson(q));
+    r.open_stream = true;
+    r.stream = mres.held_stream;
+    r.stream_state = mres.held_stream_state;
+    r.stream_poll = McpServer::IsListenStream(mres.held_stream) ? limits::kSubscriptionPoll
+                                                                : McpServer::kHeldStreamPoll;
+    return r;
+  }
+  if (mres.body.is_null()) return r;  // 202 Accepted: no body
+  bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty() || streamed) &&
+                mres.disposition == Disposition::kReply;
+  if (stream) {
+    r.content_type = "text/event-stream";
+    r.headers.emplace_back("Cache-Control", "no-cache");
+    r.headers.emplace_back("X-Accel-Buffering", "no");
+    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
+    r.body += SseEvent(DumpBody(mres));
+  } else {
+    r.content_type = "application/json";
+    r.body = DumpBody(mres);
+  }
+  return r;
+}
+
 }  // namespace
 
 HttpResponse HttpRouter::Problem(int status, const std::string& code, const std::string& message) {
@@ -457,73 +496,82 @@ HttpResponse HttpRouter::HandleMetrics(const HttpRequest& req, RequestLog& log) 
 HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& auth,
                                    RequestLog& log) {
   const std::string* session = req.Header("mcp-session-id");
-  if (req.method == "GET") {
-    // The session era's server-to-client stream. We send nothing unprompted yet, but the
-    // stream is real: it stays open (with keep-alive comments) until the session ends.
-    const std::string* accept = req.Header("accept");
-    if (session == nullptr) {
-      log.status = "method_not_allowed";
-      HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
-                                  "Method Not Allowed: GET /mcp needs an Mcp-Session-Id "
-                                  "(stateless clients use POST)");
-      r.headers.emplace_back("Allow", "POST, GET, DELETE");
-      return r;
-    }
-    if (accept == nullptr || !ParseAccept(accept).sse) {
-      log.status = "not_acceptable";
-      return RpcProblem(406, rpc::kInvalidRequest,
-                        "Not Acceptable: GET /mcp requires Accept: text/event-stream");
-    }
-    auto exists = mcp_.SessionExists(*session, auth);
-    if (!exists.ok()) return StoreUnavailable(log);
-    if (!*exists) {
-      log.status = "session_not_found";
-      return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
-    }
-    if (!mcp_.OpenStream(*session)) {
-      log.status = "too_many_streams";
-      HttpResponse r = RpcProblem(429, rpc::kInvalidRequest,
-                                  "Too many open streams for this session (at most " +
-                                      std::to_string(limits::kMaxStreamsPerSession) + ")");
-      r.headers.emplace_back("Retry-After", "15");
-      return r;
-    }
-    HttpResponse r;
-    r.status = 200;
-    r.content_type = "text/event-stream";
-    r.headers.emplace_back("Cache-Control", "no-cache");
-    r.headers.emplace_back("X-Accel-Buffering", "no");
-    r.headers.emplace_back("Mcp-Session-Id", *session);
-    r.open_stream = true;
-    r.stream = *session;
-    r.stream_poll = limits::kSubscriptionPoll;
-    return r;
-  }
-  if (req.method == "DELETE") {
-    if (session == nullptr) {
-      log.status = "method_not_allowed";
-      HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
-                                  "Method Not Allowed: DELETE /mcp needs an Mcp-Session-Id");
-      r.headers.emplace_back("Allow", "POST, GET, DELETE");
-      return r;
-    }
-    auto ended = mcp_.EndSession(*session, auth);
-    if (!ended.ok()) return StoreUnavailable(log);
-    if (!*ended) {
-      log.status = "session_not_found";
-      return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
-    }
-    HttpResponse r;
-    r.status = 200;
-    return r;
-  }
+  if (req.method == "GET") return OpenMcpStream(req, session, auth, log);
+  if (req.method == "DELETE") return EndMcpSession(session, auth, log);
   if (req.method != "POST") {
     log.status = "method_not_allowed";
     HttpResponse r = Problem(405, "method_not_allowed", "use POST");
     r.headers.emplace_back("Allow", "POST, GET, DELETE");
     return r;
   }
+  return PostMcp(req, auth, log);
+}
 
+HttpResponse HttpRouter::OpenMcpStream(const HttpRequest& req, const std::string* session,
+                                       const AuthContext& auth, RequestLog& log) {
+  // The session era's server-to-client stream. We send nothing unprompted yet, but the
+  // stream is real: it stays open (with keep-alive comments) until the session ends.
+  const std::string* accept = req.Header("accept");
+  if (session == nullptr) {
+    log.status = "method_not_allowed";
+    HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
+                                "Method Not Allowed: GET /mcp needs an Mcp-Session-Id "
+                                "(stateless clients use POST)");
+    r.headers.emplace_back("Allow", "POST, GET, DELETE");
+    return r;
+  }
+  if (accept == nullptr || !ParseAccept(accept).sse) {
+    log.status = "not_acceptable";
+    return RpcProblem(406, rpc::kInvalidRequest,
+                      "Not Acceptable: GET /mcp requires Accept: text/event-stream");
+  }
+  auto exists = mcp_.SessionExists(*session, auth);
+  if (!exists.ok()) return StoreUnavailable(log);
+  if (!*exists) {
+    log.status = "session_not_found";
+    return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
+  }
+  if (!mcp_.OpenStream(*session)) {
+    log.status = "too_many_streams";
+    HttpResponse r = RpcProblem(429, rpc::kInvalidRequest,
+                                "Too many open streams for this session (at most " +
+                                    std::to_string(limits::kMaxStreamsPerSession) + ")");
+    r.headers.emplace_back("Retry-After", "15");
+    return r;
+  }
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "text/event-stream";
+  r.headers.emplace_back("Cache-Control", "no-cache");
+  r.headers.emplace_back("X-Accel-Buffering", "no");
+  r.headers.emplace_back("Mcp-Session-Id", *session);
+  r.open_stream = true;
+  r.stream = *session;
+  r.stream_poll = limits::kSubscriptionPoll;
+  return r;
+}
+
+HttpResponse HttpRouter::EndMcpSession(const std::string* session, const AuthContext& auth,
+                                       RequestLog& log) {
+  if (session == nullptr) {
+    log.status = "method_not_allowed";
+    HttpResponse r = RpcProblem(405, rpc::kInvalidRequest,
+                                "Method Not Allowed: DELETE /mcp needs an Mcp-Session-Id");
+    r.headers.emplace_back("Allow", "POST, GET, DELETE");
+    return r;
+  }
+  auto ended = mcp_.EndSession(*session, auth);
+  if (!ended.ok()) return StoreUnavailable(log);
+  if (!*ended) {
+    log.status = "session_not_found";
+    return RpcProblem(404, rpc::kSessionNotFound, "Session not found");
+  }
+  HttpResponse r;
+  r.status = 200;
+  return r;
+}
+
+HttpResponse HttpRouter::PostMcp(const HttpRequest& req, const AuthContext& auth, RequestLog& log) {
   const std::string* content_type = req.Header("content-type");
   if (content_type == nullptr || AsciiLower(*content_type).rfind("application/json", 0) != 0) {
     log.status = "unsupported_media_type";
@@ -568,40 +616,7 @@ HttpResponse HttpRouter::HandleMcp(const HttpRequest& req, const AuthContext& au
   log.status = mres.status;
   log.trace_id = mres.trace_id;
 
-  HttpResponse r;
-  r.status = StatusFor(mres.disposition);
-  if (mres.disposition == Disposition::kUnavailable) r.headers.emplace_back("Retry-After", "1");
-  if (mres.disposition == Disposition::kLimited) r.headers.emplace_back("Retry-After", "60");
-  if (!mres.new_session_id.empty()) r.headers.emplace_back("Mcp-Session-Id", mres.new_session_id);
-  if (!mres.held_stream.empty()) {
-    // A tools/call that asks the user first: our request now, its result when answered. Or
-    // a subscriptions/listen: its acknowledgement now, the updates as they come.
-    r.content_type = "text/event-stream";
-    r.headers.emplace_back("Cache-Control", "no-cache");
-    r.headers.emplace_back("X-Accel-Buffering", "no");
-    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
-    for (const json& q : mres.requests) r.body += SseEvent(DumpJson(q));
-    r.open_stream = true;
-    r.stream = mres.held_stream;
-    r.stream_state = mres.held_stream_state;
-    r.stream_poll = McpServer::IsListenStream(mres.held_stream) ? limits::kSubscriptionPoll
-                                                                : McpServer::kHeldStreamPoll;
-    return r;
-  }
-  if (mres.body.is_null()) return r;  // 202 Accepted: no body
-  bool stream = accepts.sse && (!accepts.json || !mres.notifications.empty() || streamed) &&
-                mres.disposition == Disposition::kReply;
-  if (stream) {
-    r.content_type = "text/event-stream";
-    r.headers.emplace_back("Cache-Control", "no-cache");
-    r.headers.emplace_back("X-Accel-Buffering", "no");
-    for (const json& n : mres.notifications) r.body += SseEvent(DumpJson(n));
-    r.body += SseEvent(DumpBody(mres));
-  } else {
-    r.content_type = "application/json";
-    r.body = DumpBody(mres);
-  }
-  return r;
+  return McpHttpResponse(mres, accepts, streamed);
 }
 
 HttpResponse HttpRouter::HandleIngest(const HttpRequest& req, const AuthContext& auth,

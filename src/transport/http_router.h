@@ -116,6 +116,13 @@ class HttpRouter {
 
  private:
   HttpResponse HandleMcp(const HttpRequest& req, const AuthContext& auth, RequestLog& log);
+  // GET /mcp: the session era's server-to-client stream (`session`: its Mcp-Session-Id).
+  HttpResponse OpenMcpStream(const HttpRequest& req, const std::string* session,
+                             const AuthContext& auth, RequestLog& log);
+  // DELETE /mcp: ends the session.
+  HttpResponse EndMcpSession(const std::string* session, const AuthContext& auth, RequestLog& log);
+  // POST /mcp: a JSON-RPC message, answered as JSON or as an event stream.
+  HttpResponse PostMcp(const HttpRequest& req, const AuthContext& auth, RequestLog& log);
   HttpResponse HandleIngest(const HttpRequest& req, const AuthContext& auth, RequestLog& log);
   // Authenticates the bearer token; on failure fills `reject` with the 401.
   bool Authenticate(const HttpRequest& req, AuthContext* auth, HttpResponse* reject,
