@@ -315,52 +315,12 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
   }
   if (method == "initialize") {
-    if (is_notification) {
-      return Fail(std::move(out), nullptr, Disposition::kRejected,
-                  {rpc::kInvalidRequest, "Invalid Request: initialize must be a request", {}});
-    }
-    if (!params.contains("protocolVersion") || !params["protocolVersion"].is_string()) {
-      return Fail(std::move(out), id, Disposition::kRejected,
-                  {rpc::kInvalidParams, "Invalid params: protocolVersion is required", {}});
-    }
-    auto result = Initialize(params, auth, req.transport, out);
-    if (auto* f = std::get_if<RpcFailure>(&result)) {
-      return Fail(std::move(out), id, f->disposition, f->error);
-    }
-    out.body = rpc::MakeResult(id, std::move(std::get<json>(result)));
-    return out;
+    return LegacyInitialize(req, id, params, is_notification, std::move(out));
   }
-
-  // Every other session-era message belongs to a session.
-  if (!req.session_id) {
-    const char* msg = req.transport == McpTransport::kHttp
-                          ? "Bad Request: Mcp-Session-Id header is required"
-                          : "Bad Request: send initialize first";
-    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
-                {rpc::kSessionRequired, msg, {}});
-  }
-  // On stdio the session is the process's own, and the loop holds only the id that
-  // initialize gave it: nothing to look up.
   McpSession session;
-  auto live = req.transport == McpTransport::kStdio
-                  ? Result<bool>(true)
-                  : SessionExists(*req.session_id, auth, &session);
-  if (!live.ok()) {
-    spdlog::warn("session look-up: {}", live.status().message());
-    return Fail(
-        std::move(out), is_notification ? json(nullptr) : id, Disposition::kUnavailable,
-        {rpc::kInternalError, "Service unavailable: sessions cannot be checked now; retry", {}});
-  }
-  if (!*live) {
-    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kUnknownSession,
-                {rpc::kSessionNotFound, "Session not found", {}});
-  }
-  if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
-      !IsLegacyVersion(*req.protocol_version_header)) {
-    return Fail(std::move(out), is_notification ? json(nullptr) : id, Disposition::kRejected,
-                {rpc::kSessionRequired,
-                 "Bad Request: Unsupported protocol version: " + *req.protocol_version_header,
-                 {}});
+  if (auto refused = LegacySessionRefusal(req, &session)) {
+    return Fail(std::move(out), is_notification ? json(nullptr) : id, refused->disposition,
+                refused->error);
   }
   if (is_notification) {
     if (method == "notifications/cancelled") CancelLongCall(req, params, /*modern=*/false);
@@ -378,36 +338,7 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
     }
     result = {{"tools", tools_.ListJson()}};
   } else if (method == "tools/call") {
-    // Asking the user needs the call's own event stream to send the request on. A client
-    // that asks for a task gets one for a draft instead (it carries the decision).
-    bool task = params.contains("task") && params["task"].is_object();
-    bool elicits = session.client_elicits && req.accepts_stream && !task;
-    std::string log_level = session.log_level;
-    if (req.transport == McpTransport::kStdio) {
-      std::lock_guard<std::mutex> lock(stdio_mu_);
-      log_level = stdio_log_level_;
-    }
-    LongCall long_call;
-    StartLongCall(req, id, params, /*modern=*/false, long_call);
-    auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level),
-                           nullptr, false, &long_call);
-    if (long_call.Cancelled()) return Unanswered(std::move(out));
-    if (auto* f = std::get_if<RpcFailure>(&called)) {
-      return Fail(std::move(out), id, f->disposition, f->error);
-    }
-    result = std::move(std::get<json>(called));
-    if (MaybeTask(params, auth, out.tool, result, /*modern=*/false)) {
-      out.text_is_structured = false;
-      out.status = "task";
-    }
-    if (result.value("resultType", "") == "input_required") {
-      // action.communicate's approval form (its state names a stored elicitation) has a
-      // path of its own, which ends with the draft's standing even when unanswered.
-      if (result.value("requestState", "").rfind("eli_", 0) == 0) {
-        return HoldForAnswer(auth, id, result, std::move(out));
-      }
-      return AskClient(req, id, params, result, elicits, LogLevelIndex(log_level), std::move(out));
-    }
+    return LegacyCallTool(req, id, params, session, std::move(out));
   } else if ((method == "resources/subscribe" || method == "resources/unsubscribe") &&
              req.transport == McpTransport::kHttp) {
     auto done = Subscription(req, method, params);
@@ -435,6 +366,95 @@ McpResponse McpServer::HandleLegacy(const McpRequest& req, const json& id,
   } else {
     return Fail(std::move(out), id, Disposition::kReply,
                 {rpc::kMethodNotFound, "Method not found: " + Utf8Prefix(method, 128), {}});
+  }
+  out.body = rpc::MakeResult(id, std::move(result));
+  return out;
+}
+
+McpResponse McpServer::LegacyInitialize(const McpRequest& req, const json& id, const json& params,
+                                        bool is_notification, McpResponse out) {
+  if (is_notification) {
+    return Fail(std::move(out), nullptr, Disposition::kRejected,
+                {rpc::kInvalidRequest, "Invalid Request: initialize must be a request", {}});
+  }
+  if (!params.contains("protocolVersion") || !params["protocolVersion"].is_string()) {
+    return Fail(std::move(out), id, Disposition::kRejected,
+                {rpc::kInvalidParams, "Invalid params: protocolVersion is required", {}});
+  }
+  auto result = Initialize(params, *req.auth, req.transport, out);
+  if (auto* f = std::get_if<RpcFailure>(&result)) {
+    return Fail(std::move(out), id, f->disposition, f->error);
+  }
+  out.body = rpc::MakeResult(id, std::move(std::get<json>(result)));
+  return out;
+}
+
+std::optional<RpcFailure> McpServer::LegacySessionRefusal(const McpRequest& req,
+                                                          McpSession* session) {
+  // Every other session-era message belongs to a session.
+  if (!req.session_id) {
+    const char* msg = req.transport == McpTransport::kHttp
+                          ? "Bad Request: Mcp-Session-Id header is required"
+                          : "Bad Request: send initialize first";
+    return RpcFailure{{rpc::kSessionRequired, msg, {}}, Disposition::kRejected};
+  }
+  // On stdio the session is the process's own, and the loop holds only the id that
+  // initialize gave it: nothing to look up.
+  auto live = req.transport == McpTransport::kStdio
+                  ? Result<bool>(true)
+                  : SessionExists(*req.session_id, *req.auth, session);
+  if (!live.ok()) {
+    spdlog::warn("session look-up: {}", live.status().message());
+    return RpcFailure{
+        {rpc::kInternalError, "Service unavailable: sessions cannot be checked now; retry", {}},
+        Disposition::kUnavailable};
+  }
+  if (!*live) {
+    return RpcFailure{{rpc::kSessionNotFound, "Session not found", {}},
+                      Disposition::kUnknownSession};
+  }
+  if (req.transport == McpTransport::kHttp && req.protocol_version_header &&
+      !IsLegacyVersion(*req.protocol_version_header)) {
+    return RpcFailure{{rpc::kSessionRequired,
+                       "Bad Request: Unsupported protocol version: " + *req.protocol_version_header,
+                       {}},
+                      Disposition::kRejected};
+  }
+  return std::nullopt;
+}
+
+McpResponse McpServer::LegacyCallTool(const McpRequest& req, const json& id, const json& params,
+                                      const McpSession& session, McpResponse out) {
+  const AuthContext& auth = *req.auth;
+  // Asking the user needs the call's own event stream to send the request on. A client
+  // that asks for a task gets one for a draft instead (it carries the decision).
+  bool task = params.contains("task") && params["task"].is_object();
+  bool elicits = session.client_elicits && req.accepts_stream && !task;
+  std::string log_level = session.log_level;
+  if (req.transport == McpTransport::kStdio) {
+    std::lock_guard<std::mutex> lock(stdio_mu_);
+    log_level = stdio_log_level_;
+  }
+  LongCall long_call;
+  StartLongCall(req, id, params, /*modern=*/false, long_call);
+  auto called = CallTool(params, auth, out, /*modern=*/false, elicits, LogLevelIndex(log_level),
+                         nullptr, false, &long_call);
+  if (long_call.Cancelled()) return Unanswered(std::move(out));
+  if (auto* f = std::get_if<RpcFailure>(&called)) {
+    return Fail(std::move(out), id, f->disposition, f->error);
+  }
+  json result = std::move(std::get<json>(called));
+  if (MaybeTask(params, auth, out.tool, result, /*modern=*/false)) {
+    out.text_is_structured = false;
+    out.status = "task";
+  }
+  if (result.value("resultType", "") == "input_required") {
+    // action.communicate's approval form (its state names a stored elicitation) has a
+    // path of its own, which ends with the draft's standing even when unanswered.
+    if (result.value("requestState", "").rfind("eli_", 0) == 0) {
+      return HoldForAnswer(auth, id, result, std::move(out));
+    }
+    return AskClient(req, id, params, result, elicits, LogLevelIndex(log_level), std::move(out));
   }
   out.body = rpc::MakeResult(id, std::move(result));
   return out;

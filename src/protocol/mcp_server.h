@@ -226,6 +226,17 @@ class McpServer {
   McpResponse HandleLegacy(const McpRequest& req, const nlohmann::json& id,
                            const std::string& method, const nlohmann::json& params,
                            bool is_notification, McpResponse out);
+  // The session era's initialize.
+  McpResponse LegacyInitialize(const McpRequest& req, const nlohmann::json& id,
+                               const nlohmann::json& params, bool is_notification, McpResponse out);
+  // Why a session-era message (not initialize) is refused: no session, an unknown one, a
+  // protocol version header of the other era; nullopt if it is not, with its session in
+  // *session (on HTTP).
+  std::optional<RpcFailure> LegacySessionRefusal(const McpRequest& req, McpSession* session);
+  // The session era's tools/call in `session`.
+  McpResponse LegacyCallTool(const McpRequest& req, const nlohmann::json& id,
+                             const nlohmann::json& params, const McpSession& session,
+                             McpResponse out);
   // Opens a session: on HTTP in the store, within session_limits_; on stdio the process's
   // own, in no store and under no cap (the stdio loop holds its id).
   std::variant<nlohmann::json, RpcFailure> Initialize(const nlohmann::json& params,
