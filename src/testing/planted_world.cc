@@ -57,6 +57,9 @@ class Builder {
     }
   }
 
+  // A reply delay: fast (5 to 60 minutes), late (26 to 72 hours).
+  minutes Fast() { return minutes(Uniform(5, 60)); }
+  minutes Late() { return minutes(Uniform(26 * 60, 72 * 60)); }
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   const PlantedWorldOptions& o() const { return o_; }
@@ -79,20 +82,14 @@ class Builder {
   int threads_ = 0;
 };
 
-}  // namespace
+using Span = std::pair<TimePoint, TimePoint>;
+const minutes kNever{-1};
 
-size_t PlantedWorld::PlantedCount() const {
-  size_t n = 0;
-  for (const auto& [entity, planted] : truth) n += planted.size();
-  return n;
-}
-
-PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
-  PlantedWorld w;
-  Builder b(o, w);
-  // Focus blocks first (the counterparties' messages are placed around them): two hours,
-  // starting on the hour between 09:00 and 15:00, on `blocks_per_week` working days.
-  using Span = std::pair<TimePoint, TimePoint>;
+// Focus blocks first (the counterparties' messages are placed around them): two hours,
+// starting on the hour between 09:00 and 15:00, on `blocks_per_week` working days. Returns
+// each week's.
+std::vector<std::vector<Span>> PlantBlocks(Builder& b, PlantedWorld& w,
+                                           const PlantedWorldOptions& o) {
   std::vector<std::vector<Span>> blocks_of_week(static_cast<size_t>(o.weeks));
   for (int week = 0; week < o.weeks; ++week) {
     std::vector<int> days = {0, 1, 2, 3, 4};
@@ -105,14 +102,16 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
     }
   }
   std::sort(w.blocks.begin(), w.blocks.end());
-  const minutes kNever{-1};
-  auto fast = [&] { return minutes(b.Uniform(5, 60)); };
-  auto late = [&] { return minutes(b.Uniform(26 * 60, 72 * 60)); };
+  return blocks_of_week;
+}
+
+// Counterparties answered fast: on any day, or on one or two weekdays only.
+void PlantFast(Builder& b, PlantedWorld& w, const PlantedWorldOptions& o) {
   for (int i = 0; i < o.fast_all; ++i) {
     std::string e = b.AddEntity("Fast");
     w.truth[e] = {{"fast", 0, ""}};
     for (int week = 0; week < o.weeks; ++week) {
-      for (int m = 0; m < o.messages_per_week; ++m) b.Exchange(e, week, b.Uniform(0, 4), fast());
+      for (int m = 0; m < o.messages_per_week; ++m) b.Exchange(e, week, b.Uniform(0, 4), b.Fast());
     }
   }
   for (int i = 0; i < o.fast_days; ++i) {
@@ -127,13 +126,17 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
     for (int week = 0; week < o.weeks; ++week) {
       for (int m = 0; m < o.messages_per_week; ++m) {
         if (m % 2 == 0) {
-          b.Exchange(e, week, on[b.Uniform(0, static_cast<int>(on.size()) - 1)], fast());
+          b.Exchange(e, week, on[b.Uniform(0, static_cast<int>(on.size()) - 1)], b.Fast());
         } else {
-          b.Exchange(e, week, off[b.Uniform(0, static_cast<int>(off.size()) - 1)], late());
+          b.Exchange(e, week, off[b.Uniform(0, static_cast<int>(off.size()) - 1)], b.Late());
         }
       }
     }
   }
+}
+
+// Counterparties answered slowly or not at all, and newsletters.
+void PlantSlow(Builder& b, PlantedWorld& w, const PlantedWorldOptions& o) {
   for (int i = 0; i < o.slow; ++i) {
     std::string e = b.AddEntity("Slow");
     w.truth[e] = {{"slow", 0, ""}};
@@ -152,10 +155,14 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
       for (int m = 0; m < n; ++m) b.Exchange(e, week, b.Uniform(0, 6), kNever);
     }
   }
+}
+
+// Counterparties with no pattern: two messages each, or random delays.
+void PlantNoise(Builder& b, const PlantedWorldOptions& o) {
   for (int i = 0; i < o.noise; ++i) {
     std::string e = b.AddEntity("Noise");
-    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), fast());
-    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), late());
+    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), b.Fast());
+    b.Exchange(e, b.Uniform(0, o.weeks - 1), b.Uniform(0, 4), b.Late());
   }
   for (int i = 0; i < o.random; ++i) {
     std::string e = b.AddEntity("Random");
@@ -165,6 +172,10 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
       }
     }
   }
+}
+
+// Counterparties answered fast in one half of the day only.
+void PlantHours(Builder& b, PlantedWorld& w, const PlantedWorldOptions& o) {
   for (int i = 0; i < o.fast_hours; ++i) {
     std::string e = b.AddEntity("Hours");
     bool mornings = i % 2 == 0;
@@ -175,12 +186,17 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
         bool morning = m % 2 == 0;
         minutes at = morning ? minutes(b.Uniform(9 * 60, 12 * 60 - 1))
                              : minutes(b.Uniform(12 * 60, 17 * 60 - 1));
-        b.ExchangeAt(e, b.Day(week, b.Uniform(0, 4)) + at, morning == mornings ? fast() : late());
+        b.ExchangeAt(e, b.Day(week, b.Uniform(0, 4)) + at,
+                     morning == mornings ? b.Fast() : b.Late());
       }
     }
   }
-  // Focus counterparties: every other message during one of the week's blocks (in its first
-  // 100 minutes), the others outside every block.
+}
+
+// Focus counterparties: every other message during one of the week's blocks (in its first
+// 100 minutes), the others outside every block.
+void PlantFocus(Builder& b, PlantedWorld& w, const PlantedWorldOptions& o,
+                const std::vector<std::vector<Span>>& blocks_of_week) {
   auto focus = [&](const std::string& e, bool hold) {
     for (int week = 0; week < o.weeks; ++week) {
       const auto& spans = blocks_of_week[week];
@@ -194,7 +210,7 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
                                : minutes(b.Uniform(5, 20));
           b.ExchangeAt(e, at, reply);
         } else {
-          b.ExchangeAt(e, b.OutsideBlocks(week), hold ? fast() : late());
+          b.ExchangeAt(e, b.OutsideBlocks(week), hold ? b.Fast() : b.Late());
         }
       }
     }
@@ -210,6 +226,10 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
     w.truth[e] = {{"fast", 0, ""}, {"hold", 0, ""}};
     focus(e, true);
   }
+}
+
+// Extra counterparties' messages (random behaviour), for scale.
+void PlantFiller(Builder& b, const PlantedWorldOptions& o) {
   if (o.filler_per_week > 0) {
     std::vector<std::string> pool;
     for (int i = 0; i < 200; ++i) pool.push_back(b.AddEntity("Filler"));
@@ -219,10 +239,31 @@ PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
       }
     }
   }
+}
+
+}  // namespace
+
+PlantedWorld MakePlantedWorld(const PlantedWorldOptions& o) {
+  PlantedWorld w;
+  Builder b(o, w);
+  // In this order: the seeded draws make the same world for the same options.
+  auto blocks_of_week = PlantBlocks(b, w, o);
+  PlantFast(b, w, o);
+  PlantSlow(b, w, o);
+  PlantNoise(b, o);
+  PlantHours(b, w, o);
+  PlantFocus(b, w, o, blocks_of_week);
+  PlantFiller(b, o);
   std::sort(w.messages.begin(), w.messages.end(), [](const MessageFact& a, const MessageFact& c) {
     return a.occurred_at < c.occurred_at;
   });
   return w;
+}
+
+size_t PlantedWorld::PlantedCount() const {
+  size_t n = 0;
+  for (const auto& [entity, planted] : truth) n += planted.size();
+  return n;
 }
 
 std::string PlantedWorld::Jsonl() const {
