@@ -3,21 +3,13 @@
 namespace cortex {
 
 Status RegisterCortexTools(ToolRegistry& registry, const EngineConfig& config) {
-  CORTEX_RETURN_IF_ERROR(registry.Add(WorkspaceStatusTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(EntityLookupTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(WhyThisNotificationTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(DecisionInspectTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(DecisionListTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(NotificationListTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(ActionCommunicateTool(config)));
-  CORTEX_RETURN_IF_ERROR(registry.Add(ActionApproveTool(config)));
-  CORTEX_RETURN_IF_ERROR(registry.Add(ActionRejectTool(config)));
-  CORTEX_RETURN_IF_ERROR(registry.Add(WhyThisActionTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(RuleListTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(RuleAcceptTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(RuleRejectTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(EpisodeIngestTool()));
-  CORTEX_RETURN_IF_ERROR(registry.Add(RuleLearnTool(config)));
+  for (const CortexTool& tool : kCortexTools) {
+    ToolDef def = tool.make(config);
+    if (def.name != tool.name) {
+      return Status::Internal("kCortexTools: " + std::string(tool.name) + " makes " + def.name);
+    }
+    CORTEX_RETURN_IF_ERROR(registry.Add(std::move(def)));
+  }
   return RegisterCortexResources(registry);
 }
 

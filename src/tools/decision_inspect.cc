@@ -110,7 +110,7 @@ ToolReply InspectDecision(ToolContext& ctx, const json& args) {
 
 }  // namespace
 
-ToolDef DecisionInspectTool() {
+ToolDef DecisionInspectTool(const EngineConfig&) {
   return ToolDef{
       .name = "decision.inspect",
       .title = "Inspect a decision",

@@ -105,7 +105,7 @@ ToolReply ListDecisions(ToolContext& ctx, const json& args) {
 
 }  // namespace
 
-ToolDef DecisionListTool() {
+ToolDef DecisionListTool(const EngineConfig&) {
   json classes = json::array(), statuses = json::array(), triage_classes = json::array();
   for (DecisionClass c : AllOf<DecisionClass>()) classes.push_back(Name(c));
   for (DecisionStatus s : AllOf<DecisionStatus>()) statuses.push_back(Name(s));

@@ -23,7 +23,7 @@ json EntityBody(const Entity& e) {
 
 }  // namespace
 
-ToolDef EntityLookupTool() {
+ToolDef EntityLookupTool(const EngineConfig&) {
   return ToolDef{
       .name = "entity.lookup",
       .title = "Look up a counterparty",

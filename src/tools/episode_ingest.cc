@@ -8,7 +8,7 @@ namespace cortex {
 
 using nlohmann::json;
 
-ToolDef EpisodeIngestTool() {
+ToolDef EpisodeIngestTool(const EngineConfig&) {
   json count = {{"type", "integer"}, {"minimum", 0}};
   return ToolDef{
       .name = "episode.ingest",

@@ -7,7 +7,7 @@ namespace cortex {
 
 using nlohmann::json;
 
-ToolDef WhyThisActionTool() {
+ToolDef WhyThisActionTool(const EngineConfig&) {
   return ToolDef{
       .name = "meta.why_this_action",
       .title = "Why this action",

@@ -9,7 +9,7 @@ namespace cortex {
 
 using nlohmann::json;
 
-ToolDef WhyThisNotificationTool() {
+ToolDef WhyThisNotificationTool(const EngineConfig&) {
   json confidence = {{"enum", {"strong_pattern", "pretty_sure", "just_guessing"}}};
   return ToolDef{
       .name = "meta.why_this_notification",

@@ -19,7 +19,7 @@ constexpr std::chrono::hours kDefaultDueWindow{24};
 
 }  // namespace
 
-ToolDef NotificationListTool() {
+ToolDef NotificationListTool(const EngineConfig&) {
   json section_list = {{"type", "array"}, {"items", {{"type", "object"}}}};
   return ToolDef{
       .name = "notification.list",

@@ -56,6 +56,6 @@ ToolDef RuleDecisionTool(bool accept) {
   };
 }
 
-ToolDef RuleAcceptTool() { return RuleDecisionTool(true); }
+ToolDef RuleAcceptTool(const EngineConfig&) { return RuleDecisionTool(true); }
 
 }  // namespace cortex

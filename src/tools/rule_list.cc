@@ -66,7 +66,7 @@ json RuleViewSchema() {
             {"created_at", str}}}};
 }
 
-ToolDef RuleListTool() {
+ToolDef RuleListTool(const EngineConfig&) {
   return ToolDef{
       .name = "rule.list",
       .title = "List rules",

@@ -3,6 +3,6 @@
 
 namespace cortex {
 
-ToolDef RuleRejectTool() { return RuleDecisionTool(false); }
+ToolDef RuleRejectTool(const EngineConfig&) { return RuleDecisionTool(false); }
 
 }  // namespace cortex

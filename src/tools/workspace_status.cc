@@ -7,7 +7,7 @@ namespace cortex {
 
 using nlohmann::json;
 
-ToolDef WorkspaceStatusTool() {
+ToolDef WorkspaceStatusTool(const EngineConfig&) {
   return ToolDef{
       .name = "workspace.status",
       .title = "Workspace status",
