@@ -16,6 +16,8 @@ const char* CodeName(Code code) {
       return "conflict";
     case Code::kUnavailable:
       return "unavailable";
+    case Code::kCancelled:
+      return "cancelled";
     case Code::kInternal:
       return "internal";
   }

@@ -18,6 +18,7 @@ enum class Code {
   kUnauthorized,     // unknown token, or a token without the needed scope
   kConflict,         // the thing exists, or is in a state that forbids the operation
   kUnavailable,      // transient: database busy, shutting down; retry may succeed
+  kCancelled,        // the caller gave the call up, and what it had done is undone
   kInternal,         // a bug or an unexpected library failure
 };
 
@@ -36,6 +37,7 @@ class [[nodiscard]] Status {
   static Status Conflict(std::string msg) { return {Code::kConflict, std::move(msg)}; }
   static Status Unavailable(std::string msg) { return {Code::kUnavailable, std::move(msg)}; }
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
+  static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
 
   // Returns true iff the status indicates success.
   bool ok() const { return code_ == Code::kOk; }

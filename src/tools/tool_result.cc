@@ -36,6 +36,8 @@ ToolReply ToolReply::FromStatus(const Status& status) {
       return Error("conflict", status.message());
     case Code::kUnavailable:
       return Error("unavailable", "temporarily unavailable, retry: " + status.message());
+    case Code::kCancelled:
+      return Error("cancelled", status.message());
     case Code::kOk:
     case Code::kInternal:
       break;

@@ -443,10 +443,6 @@ namespace {
 constexpr char kLearnCancelled[] = "the learning pass was cancelled; nothing was written";
 }  // namespace
 
-bool IsLearnCancelled(const Status& st) {
-  return st.code() == Code::kUnavailable && st.message() == kLearnCancelled;
-}
-
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
                           const LearningConfig& config, LearnMemory* memory,
                           const LearnObserver& observe) {
@@ -462,7 +458,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     bool rules_changed = false;
     std::string fingerprint;
     std::vector<std::string> covered;
-    if (!go_on(LearnPhase::kReading)) return Status::Unavailable(kLearnCancelled);
+    if (!go_on(LearnPhase::kReading)) return Status::Cancelled(kLearnCancelled);
     CORTEX_RETURN_IF_ERROR(store.Read([&](ReadTx& tx) {
       changes.clear();
       rules_changed = false;
@@ -472,7 +468,7 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
     }));
     LearnReport report;
     bool raced = false;
-    if (!go_on(LearnPhase::kWriting)) return Status::Unavailable(kLearnCancelled);
+    if (!go_on(LearnPhase::kWriting)) return Status::Cancelled(kLearnCancelled);
     Status st = store.Write([&](WriteTx& tx) -> Status {
       report = LearnReport{};
       raced = false;

@@ -108,14 +108,12 @@ Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& w
 enum class LearnPhase { kReading, kWriting, kDone };
 inline constexpr int kLearnPhases = 3;
 // Told each phase as it begins (kDone once the pass has committed); false stops the pass
-// before it writes (Learn then answers Unavailable "cancelled", nothing written). Asked
+// before it writes (Learn then answers Cancelled, nothing written). Asked
 // again if the pass starts over.
 using LearnObserver = std::function<bool(LearnPhase)>;
 Result<LearnReport> Learn(Store& store, const Clock& clock, const std::string& ws_id,
                           const LearningConfig& config, LearnMemory* memory,
                           const LearnObserver& observe);
-// Whether `st` is the status of a pass its observer stopped.
-bool IsLearnCancelled(const Status& st);
 
 // A person accepts a learned rule (proposed or rejected): it becomes active, and the
 // workspace's agent_version moves. NotFound for no such rule; InvalidArgument for a

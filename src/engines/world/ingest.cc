@@ -475,10 +475,6 @@ namespace {
 constexpr char kCancelledMessage[] = "the ingest was cancelled; nothing of it was written";
 }  // namespace
 
-bool IsIngestCancelled(const Status& st) {
-  return st.code() == Code::kUnavailable && st.message() == kCancelledMessage;
-}
-
 Result<IngestReport> IngestJsonl(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::string_view jsonl, const IngestControl& control) {
   return IngestJsonl(store, clock, ws_id, jsonl, nullptr, control);
@@ -501,7 +497,7 @@ Result<IngestReport> WriteLines(Store& store, const Clock& clock, const std::str
   Status st;
   if (n <= limits::kIngestLinesPerStep) {
     auto pass = store.EnterWorkspace(ws_id);
-    if (stopped()) return Status::Unavailable(kCancelledMessage);
+    if (stopped()) return Status::Cancelled(kCancelledMessage);
     st = store.Write([&](WriteTx& tx) {
       report = IngestReport{};
       BatchWriter writer(tx, clock, ws_id, state, report);
@@ -515,7 +511,7 @@ Result<IngestReport> WriteLines(Store& store, const Clock& clock, const std::str
     size_t reported = 0;  // the lines last told to control.progress
     st = store.WriteInSteps(ws_id, [&](WriteTx& tx, int step) -> Result<bool> {
       // Between steps: the one before has committed.
-      if (stopped()) return Status::Unavailable(kCancelledMessage);
+      if (stopped()) return Status::Cancelled(kCancelledMessage);
       if (step > 0 && control.progress && next - reported >= kIngestProgressLines) {
         control.progress(next, n);
         reported = next;

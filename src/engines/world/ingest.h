@@ -71,7 +71,7 @@ struct IngestControl {
   // not block.
   std::function<void(size_t done, size_t total)> progress;
   // Asked before each step (and before a small batch's one write): true stops the batch
-  // with Unavailable ("cancelled"), and what its earlier steps wrote is undone, so that
+  // with Cancelled, and what its earlier steps wrote is undone, so that
   // nothing of it stays. Never asked once the last step began: a batch that could not be
   // stopped lands whole.
   std::function<bool()> cancelled;
@@ -97,7 +97,5 @@ Result<IngestReport> IngestObjects(Store& store, const Clock& clock, const std::
 Result<IngestReport> IngestItems(Store& store, const Clock& clock, const std::string& ws_id,
                                  std::vector<IngestItem> items,
                                  const std::function<Status(WriteTx&)>& also);
-// Whether `st` is the status of a batch IngestControl::cancelled stopped.
-bool IsIngestCancelled(const Status& st);
 
 }  // namespace cortex
