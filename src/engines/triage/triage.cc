@@ -71,6 +71,171 @@ std::string Quote(const Episode& ep) {
   return "'" + s + "'";
 }
 
+// What triage made of a message: the rule that decided it (nullptr: the default policy),
+// its class and why, and when its notification surfaces, in the decision's words.
+struct Choice {
+  const Rule* rule = nullptr;
+  TriageClass triage_class;
+  std::string rule_summary, confidence;
+  std::optional<TimePoint> surface_at;  // none: recorded silently
+  std::string when;
+};
+
+// The first of `rules` (in evaluation order) that matches the message, else the default
+// policy; then when it surfaces: at once, when the focus block ends, or at the next digest.
+Choice Choose(const std::vector<Rule>& rules, const ConfidenceThresholds& thresholds,
+              const WorkspaceSettings& settings, const Episode& ep, const Entity* who,
+              const SignalReport& report) {
+  Situation situation;
+  situation.episode = &ep;
+  situation.counterparty = who;
+  situation.signals = report.signals;
+  LocalTime lt = ToLocal(ep.occurred_at, settings);
+  situation.local_minute_of_day = lt.minute_of_day;
+  situation.local_weekday = lt.weekday;
+
+  Choice c;
+  for (const Rule& r : rules) {
+    if (RuleMatches(r, situation)) {
+      c.rule = &r;
+      break;
+    }
+  }
+  if (c.rule != nullptr) {
+    c.triage_class = *c.rule->then.triage_class;
+    c.rule_summary = c.rule->summary;
+    c.confidence = ConfidenceLabel(*c.rule, thresholds);
+  } else {
+    PolicyChoice p = DefaultPolicy(report.signals, who);
+    c.triage_class = p.triage_class;
+    c.rule_summary = p.summary;
+    c.confidence = "just_guessing";
+  }
+
+  if (c.triage_class == TriageClass::kInterruptNow) {
+    c.surface_at = ep.occurred_at;
+    c.when = "interrupt now";
+  } else if (c.triage_class == TriageClass::kSurfaceAtTransition) {
+    if (report.focus_block) {
+      c.surface_at = *report.focus_block->ends_at;
+      c.when = "hold until the focus block ends at " + LocalClock(*c.surface_at, settings);
+    } else {
+      c.surface_at = ep.occurred_at;  // no block to wait for: the transition is now
+      c.when = "surface now (no focus block active)";
+    }
+  } else if (c.triage_class == TriageClass::kDailyDigest) {
+    c.surface_at = NextDigest(ep.occurred_at, settings);
+    c.when = "put in the digest of " + FormatTime(*c.surface_at);
+  } else {
+    c.when = "record silently";
+  }
+  return c;
+}
+
+// What every decision of one triage is stamped with.
+struct Stamp {
+  const Clock& clock;
+  const std::string& ws_id;
+  const std::string& agent_version;
+  const std::string& world_version;
+};
+
+std::string NameOf(const Entity* who) { return who != nullptr ? who->name : "unknown sender"; }
+
+// The `triage` decision that records why: its class, rule (or policy), signals and evidence.
+Decision TriageDecision(const Stamp& stamp, const Episode& ep, const Entity* who, const Choice& c,
+                        const std::vector<Signal>& signals) {
+  Decision d;
+  d.id = NewId("dec_", stamp.clock);
+  d.workspace_id = stamp.ws_id;
+  d.decision_class = DecisionClass::kTriage;
+  d.triage_class = c.triage_class;
+  d.status = DecisionStatus::kRecorded;
+  d.occurred_at = stamp.clock.Now();
+  d.entity_id = ep.entity_id;
+  d.payload_summary =
+      "Triage " + NameOf(who) + "'s " + ep.channel + " " + Quote(ep) + ": " + c.when + ".";
+  if (c.rule != nullptr) d.rule_id = c.rule->id;
+  d.rule_summary = c.rule_summary;
+  d.confidence = c.confidence;
+  d.trace_id = NewId("trc_", stamp.clock);
+  d.agent_version = stamp.agent_version;
+  d.world_version = stamp.world_version;
+  d.source_episode_ids.push_back(ep.id);
+  if (c.rule != nullptr) {
+    for (const std::string& e : c.rule->evidence) d.source_episode_ids.push_back(e);
+  }
+  // Built member by member: an initializer list copies every value it is given.
+  nlohmann::json details = nlohmann::json::object();
+  details["signals"] = SignalsJson(signals);
+  details["triage_class"] = Name(c.triage_class);
+  details["episode_id"] = ep.id;
+  details["surface_at"] = c.surface_at ? nlohmann::json(FormatTime(*c.surface_at)) : nullptr;
+  d.details_json = DumpJson(details);
+  return d;
+}
+
+// The notification of triage decision `d`, surfacing when `c` says.
+Notification NotificationOf(const Stamp& stamp, const Episode& ep, const Choice& c,
+                            const Decision& d) {
+  Notification n;
+  n.id = NewId("ntf_", stamp.clock);
+  n.workspace_id = stamp.ws_id;
+  n.episode_id = ep.id;
+  n.decision_id = d.id;
+  n.entity_id = ep.entity_id;
+  n.triage_class = c.triage_class;
+  n.surface_at = c.surface_at;
+  n.created_at = d.occurred_at;
+  return n;
+}
+
+// Queues the push of an interrupting notification `n` (of decision `d`).
+Status PushInterrupt(WriteTx& tx, const Stamp& stamp, const Episode& ep, const Entity* who,
+                     const Choice& c, const Decision& d, const Notification& n) {
+  nlohmann::json data = nlohmann::json::object();
+  data["notification_id"] = n.id;
+  data["decision_id"] = d.id;
+  data["episode_id"] = ep.id;
+  data["counterparty"] = {{"entity_id", ep.entity_id.value_or("")}, {"name", NameOf(who)}};
+  data["summary"] = d.payload_summary;
+  data["why"] = {{"rule_summary", c.rule_summary}, {"confidence", c.confidence}};
+  data["surface_at"] = FormatTime(*c.surface_at);
+  return QueuePush(tx, stamp.clock, stamp.ws_id, kNotificationCreated, std::move(data));
+}
+
+// The rule that decided it fired: a decision of its own, on the same trace, naming the
+// rule, its confidence and evidence, and the triage decision `d` it made
+// (docs/learning.md). REQUIRES: c.rule != nullptr.
+Decision FiredDecision(const Stamp& stamp, const Episode& ep, const Entity* who, const Choice& c,
+                       const Decision& d) {
+  const Rule& rule = *c.rule;
+  Decision f;
+  f.id = NewId("dec_", stamp.clock);
+  f.workspace_id = stamp.ws_id;
+  f.decision_class = DecisionClass::kRuleFired;
+  f.status = DecisionStatus::kRecorded;
+  f.occurred_at = d.occurred_at;
+  f.entity_id = ep.entity_id;
+  f.payload_summary = "Rule '" + rule.name + "' fired on " + NameOf(who) + "'s " + ep.channel +
+                      " " + Quote(ep) + ": " + std::string(Name(c.triage_class)) + ".";
+  f.rule_id = rule.id;
+  f.rule_summary = c.rule_summary;
+  f.confidence = c.confidence;
+  f.trace_id = d.trace_id;
+  f.agent_version = stamp.agent_version;
+  f.world_version = stamp.world_version;
+  f.source_episode_ids = d.source_episode_ids;
+  f.triage_decision_id = d.id;
+  nlohmann::json fd = nlohmann::json::object();
+  fd["rule_name"] = rule.name;
+  fd["origin"] = std::string(Name(rule.origin));
+  fd["episode_id"] = ep.id;
+  fd["then"] = {{"triage", Name(c.triage_class)}};
+  f.details_json = DumpJson(fd);
+  return f;
+}
+
 // Decisions and notifications held to be stored in index order (~2.8 KB each): most of
 // what holding a whole batch gains, in bounded memory (docs/performance.md).
 constexpr size_t kMaxHeldOutcomes = 4000;
@@ -106,135 +271,20 @@ Status Triager::Triage(const Episode& ep, const Entity* who, const std::string& 
   if (!report.ok()) return report.status();
   CORTEX_RETURN_IF_ERROR(tx_.episodes().Insert(ep));
 
-  Situation situation;
-  situation.episode = &ep;
-  situation.counterparty = who;
-  situation.signals = report->signals;
-  LocalTime lt = ToLocal(ep.occurred_at, settings_);
-  situation.local_minute_of_day = lt.minute_of_day;
-  situation.local_weekday = lt.weekday;
+  Choice c = Choose(rules_, thresholds_, settings_, ep, who, *report);
+  if (c.rule != nullptr) ++hits_[c.rule->id];
 
-  const Rule* rule = nullptr;
-  for (const Rule& r : rules_) {
-    if (RuleMatches(r, situation)) {
-      rule = &r;
-      break;
-    }
+  Stamp stamp{clock_, ws_id_, agent_version_, world_version};
+  Outcome o;
+  o.decision = TriageDecision(stamp, ep, who, c, report->signals);
+  o.notification = NotificationOf(stamp, ep, c, o.decision);
+  o.decision.notification_id = o.notification.id;
+  if (c.triage_class == TriageClass::kInterruptNow &&
+      *c.surface_at >= o.decision.occurred_at - kPushFreshness) {
+    CORTEX_RETURN_IF_ERROR(PushInterrupt(tx_, stamp, ep, who, c, o.decision, o.notification));
   }
-  TriageClass triage_class;
-  std::string rule_summary, confidence;
-  if (rule != nullptr) {
-    triage_class = *rule->then.triage_class;
-    rule_summary = rule->summary;
-    confidence = ConfidenceLabel(*rule, thresholds_);
-    ++hits_[rule->id];
-  } else {
-    PolicyChoice p = DefaultPolicy(report->signals, who);
-    triage_class = p.triage_class;
-    rule_summary = p.summary;
-    confidence = "just_guessing";
-  }
-
-  std::optional<TimePoint> surface_at;
-  std::string when;
-  if (triage_class == TriageClass::kInterruptNow) {
-    surface_at = ep.occurred_at;
-    when = "interrupt now";
-  } else if (triage_class == TriageClass::kSurfaceAtTransition) {
-    if (report->focus_block) {
-      surface_at = *report->focus_block->ends_at;
-      when = "hold until the focus block ends at " + LocalClock(*surface_at, settings_);
-    } else {
-      surface_at = ep.occurred_at;  // no block to wait for: the transition is now
-      when = "surface now (no focus block active)";
-    }
-  } else if (triage_class == TriageClass::kDailyDigest) {
-    surface_at = NextDigest(ep.occurred_at, settings_);
-    when = "put in the digest of " + FormatTime(*surface_at);
-  } else {
-    when = "record silently";
-  }
-
-  std::string name = who != nullptr ? who->name : "unknown sender";
-  Decision d;
-  d.id = NewId("dec_", clock_);
-  d.workspace_id = ws_id_;
-  d.decision_class = DecisionClass::kTriage;
-  d.triage_class = triage_class;
-  d.status = DecisionStatus::kRecorded;
-  d.occurred_at = clock_.Now();
-  d.entity_id = ep.entity_id;
-  d.payload_summary = "Triage " + name + "'s " + ep.channel + " " + Quote(ep) + ": " + when + ".";
-  if (rule != nullptr) d.rule_id = rule->id;
-  d.rule_summary = rule_summary;
-  d.confidence = confidence;
-  d.trace_id = NewId("trc_", clock_);
-  d.agent_version = agent_version_;
-  d.world_version = world_version;
-  d.source_episode_ids.push_back(ep.id);
-  if (rule != nullptr) {
-    for (const std::string& e : rule->evidence) d.source_episode_ids.push_back(e);
-  }
-
-  Notification n;
-  n.id = NewId("ntf_", clock_);
-  n.workspace_id = ws_id_;
-  n.episode_id = ep.id;
-  n.decision_id = d.id;
-  n.entity_id = ep.entity_id;
-  n.triage_class = triage_class;
-  n.surface_at = surface_at;
-  n.created_at = d.occurred_at;
-  d.notification_id = n.id;
-  if (triage_class == TriageClass::kInterruptNow && *surface_at >= d.occurred_at - kPushFreshness) {
-    nlohmann::json data = nlohmann::json::object();
-    data["notification_id"] = n.id;
-    data["decision_id"] = d.id;
-    data["episode_id"] = ep.id;
-    data["counterparty"] = {{"entity_id", ep.entity_id.value_or("")}, {"name", name}};
-    data["summary"] = d.payload_summary;
-    data["why"] = {{"rule_summary", rule_summary}, {"confidence", confidence}};
-    data["surface_at"] = FormatTime(*surface_at);
-    CORTEX_RETURN_IF_ERROR(QueuePush(tx_, clock_, ws_id_, kNotificationCreated, std::move(data)));
-  }
-
-  // Built member by member: an initializer list copies every value it is given.
-  nlohmann::json details = nlohmann::json::object();
-  details["signals"] = SignalsJson(report->signals);
-  details["triage_class"] = Name(triage_class);
-  details["episode_id"] = ep.id;
-  details["surface_at"] = surface_at ? nlohmann::json(FormatTime(*surface_at)) : nullptr;
-  d.details_json = DumpJson(details);
-
-  // The rule that decided it fired: a decision of its own, on the same trace, naming the
-  // rule, its confidence and evidence, and the triage decision it made (docs/learning.md).
-  std::optional<Decision> fired;
-  if (rule != nullptr) {
-    Decision& f = fired.emplace();
-    f.id = NewId("dec_", clock_);
-    f.workspace_id = ws_id_;
-    f.decision_class = DecisionClass::kRuleFired;
-    f.status = DecisionStatus::kRecorded;
-    f.occurred_at = d.occurred_at;
-    f.entity_id = ep.entity_id;
-    f.payload_summary = "Rule '" + rule->name + "' fired on " + name + "'s " + ep.channel + " " +
-                        Quote(ep) + ": " + std::string(Name(triage_class)) + ".";
-    f.rule_id = rule->id;
-    f.rule_summary = rule_summary;
-    f.confidence = confidence;
-    f.trace_id = d.trace_id;
-    f.agent_version = agent_version_;
-    f.world_version = world_version;
-    f.source_episode_ids = d.source_episode_ids;
-    f.triage_decision_id = d.id;
-    nlohmann::json fd = nlohmann::json::object();
-    fd["rule_name"] = rule->name;
-    fd["origin"] = std::string(Name(rule->origin));
-    fd["episode_id"] = ep.id;
-    fd["then"] = {{"triage", Name(triage_class)}};
-    f.details_json = DumpJson(fd);
-  }
-  outcomes_.push_back({std::move(d), std::move(n), std::move(fired)});
+  if (c.rule != nullptr) o.fired = FiredDecision(stamp, ep, who, c, o.decision);
+  outcomes_.push_back(std::move(o));
   if (outcomes_.size() >= kMaxHeldOutcomes) return StoreOutcomes();
   return Status::Ok();
 }
