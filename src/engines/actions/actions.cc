@@ -111,6 +111,18 @@ Result<std::string> CheckMailFields(ReadTx& tx, const std::string& ws,
   return ep->subject.empty() ? std::string() : ReplySubject(ep->subject);
 }
 
+// What rule `r` did to a message: "cap the level at 1 (draft), block the send, ...".
+std::string EffectOf(const Rule& r) {
+  std::string effect;
+  if (r.then.max_level) {
+    effect = "cap the level at " + std::to_string(*r.then.max_level) + " (" +
+             LevelName(*r.then.max_level) + ")";
+  }
+  if (r.then.block) effect += std::string(effect.empty() ? "" : ", ") + "block the send";
+  if (r.then.urgent) effect += std::string(effect.empty() ? "" : ", ") + "mark it urgent";
+  return effect;
+}
+
 // The notification a message to `entity_id` answers, if one from them surfaced lately:
 // usually the latest triage; past a few silent ones (newsletters), none.
 Result<std::optional<TriageLink>> FindTriageLink(ReadTx& tx, const std::string& ws,
@@ -169,40 +181,16 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
                                                const CommunicateRequest& req) {
   // A retry of a call that was recorded gets its result, before anything is spent.
   bool keyed = !req.idempotency_key.empty();
-  std::optional<ActionResult> replay;
   if (keyed) {
-    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
-      auto found = FindReplay(tx, ws, req);
-      if (!found.ok()) return found.status();
-      replay = std::move(*found);
-      return Status::Ok();
-    }));
-    if (replay) return *replay;
+    auto replay = ReadReplay(ws, req);
+    if (!replay.ok()) return replay.status();
+    if (*replay) return **replay;
   }
-  // The model drafter, if configured, runs before the transaction (never hold the write
-  // lock across a network call) and spends one unit of today's inference budget.
-  std::optional<std::string> model_draft;
-  json drafter_note = {{"drafter", "builtin"}};
+  ModelDraft model;
   if (config_.drafter.CallsModel()) {
-    // A bad recipient or tone costs nothing: check them before spending budget.
-    std::string name;
-    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
-      auto to = FindRecipient(tx, ws, req.to);
-      if (!to.ok()) return to.status();
-      name = to->Name();
-      CORTEX_RETURN_IF_ERROR(CheckMailFields(tx, ws, req).status());
-      return DraftMessage(req.message, req.tone, name).status();
-    }));
-    auto spent = SpendInference(ws, req.token_id);
-    if (!spent.ok()) return spent.status();
-    if (*spent) return **spent;  // over budget: quota_exceeded
-    auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
-    if (drafted.ok()) {
-      model_draft = *drafted;
-      drafter_note = {{"drafter", "openai"}, {"model", config_.drafter.model}};
-    } else {
-      drafter_note = {{"drafter", "builtin"}, {"model_error", drafted.status().message()}};
-    }
+    auto refused = DraftByModel(ws, req, &model);
+    if (!refused.ok()) return refused.status();
+    if (*refused) return **refused;  // over budget: quota_exceeded
   }
   ActionResult result;
   bool raced = false;  // a concurrent call with the same key was recorded first
@@ -216,58 +204,11 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
         return Status::Ok();  // nothing written
       }
     }
-    auto workspace = tx.workspaces().Get(ws);
-    if (!workspace.ok()) return workspace.status();
     Proposal p;
-    p.ws = ws;
-    p.agent_version = workspace->agent_version;
-    p.world_version = workspace->world_version;
-    p.now = now;
-
-    // 1. The recipient, resolved once; an address never seen becomes a new entity.
-    auto to = FindRecipient(tx, ws, req.to);
-    if (!to.ok()) return to.status();
-    if (to->known) {
-      p.who = std::move(*to->known);
-    } else {
-      p.who =
-          Entity{NewId("entity_", clock_), ws, "person", to->identifier, {to->identifier}, {}, now};
-      CORTEX_RETURN_IF_ERROR(tx.entities().Insert(p.who));
-      p.world_version = NewIdAfter("wv_", clock_, p.world_version);
-      CORTEX_RETURN_IF_ERROR(tx.workspaces().SetWorldVersion(ws, p.world_version));
-      p.first_contact = true;
-    }
-
-    auto subject = CheckMailFields(tx, ws, req);
-    if (!subject.ok()) return subject.status();
-    p.subject = std::move(*subject);
-
-    // 2. Draft (the model's, when it answered; else the built-in drafter's).
-    auto draft = DraftMessage(req.message, req.tone, p.who.name);
-    if (!draft.ok()) return draft.status();
-    p.draft = model_draft ? *model_draft : *draft;
-
-    // 3. The facts the decision rests on, then the decision itself.
-    auto facts = ReadFacts(tx, p, req.message);
-    if (!facts.ok()) return facts.status();
-    Situation situation;
-    situation.episode = &facts->outgoing;
-    situation.counterparty = &p.who;
-    situation.signals = facts->signals;
-    LocalTime lt = ToLocal(now, facts->settings);
-    situation.local_minute_of_day = lt.minute_of_day;
-    situation.local_weekday = lt.weekday;
-    p.verdict = DecideAction(kClass, facts->trust, config_.trust, facts->rules, situation);
-    p.signals = std::move(facts->signals);
-
-    // 4. Why, in the words the provenance keeps.
-    auto triage = FindTriageLink(tx, ws, p.who.id, now);
-    if (!triage.ok()) return triage.status();
-    p.triage = std::move(*triage);
-    CORTEX_RETURN_IF_ERROR(Explain(tx, p));
-
+    Facts facts;  // what p's verdict points into
+    CORTEX_RETURN_IF_ERROR(Propose(tx, ws, now, req, model.text, &p, &facts));
     // 5. Record it all: decisions, the action, the ledger and, when executing, the outbox.
-    auto action = RecordProposal(tx, p, req, drafter_note);
+    auto action = RecordProposal(tx, p, req, model.note);
     if (!action.ok()) return action.status();
     result = Outcome(p, *action);
     if (keyed) {
@@ -281,17 +222,105 @@ Result<ActionResult> ActionEngine::Communicate(const std::string& ws,
     return Status::Ok();
   });
   if (raced) {
-    CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
-      auto found = FindReplay(tx, ws, req);
-      if (!found.ok()) return found.status();
-      if (!*found) return Status::Unavailable("the call with this idempotency key vanished");
-      result = std::move(**found);
-      return Status::Ok();
-    }));
-    return result;
+    auto found = ReadReplay(ws, req);
+    if (!found.ok()) return found.status();
+    if (!*found) return Status::Unavailable("the call with this idempotency key vanished");
+    return **found;
   }
   if (!st.ok()) return st;
   return result;
+}
+
+Result<std::optional<ActionResult>> ActionEngine::ReadReplay(const std::string& ws,
+                                                             const CommunicateRequest& req) {
+  std::optional<ActionResult> replay;
+  CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
+    auto found = FindReplay(tx, ws, req);
+    if (!found.ok()) return found.status();
+    replay = std::move(*found);
+    return Status::Ok();
+  }));
+  return replay;
+}
+
+Result<std::optional<ActionResult>> ActionEngine::DraftByModel(const std::string& ws,
+                                                               const CommunicateRequest& req,
+                                                               ModelDraft* out) {
+  // A bad recipient or tone costs nothing: check them before spending budget.
+  std::string name;
+  CORTEX_RETURN_IF_ERROR(store_.Read([&](ReadTx& tx) -> Status {
+    auto to = FindRecipient(tx, ws, req.to);
+    if (!to.ok()) return to.status();
+    name = to->Name();
+    CORTEX_RETURN_IF_ERROR(CheckMailFields(tx, ws, req).status());
+    return DraftMessage(req.message, req.tone, name).status();
+  }));
+  auto spent = SpendInference(ws, req.token_id);
+  if (!spent.ok()) return spent.status();
+  if (*spent) return spent;  // over budget: quota_exceeded
+  auto drafted = DraftWithModel(config_.drafter, req.message, req.tone, req.context, name);
+  if (drafted.ok()) {
+    out->text = *drafted;
+    out->note = {{"drafter", "openai"}, {"model", config_.drafter.model}};
+  } else {
+    out->note = {{"drafter", "builtin"}, {"model_error", drafted.status().message()}};
+  }
+  return std::optional<ActionResult>();
+}
+
+Status ActionEngine::Propose(WriteTx& tx, const std::string& ws, TimePoint now,
+                             const CommunicateRequest& req,
+                             const std::optional<std::string>& model_draft, Proposal* p,
+                             Facts* facts) {
+  auto workspace = tx.workspaces().Get(ws);
+  if (!workspace.ok()) return workspace.status();
+  p->ws = ws;
+  p->agent_version = workspace->agent_version;
+  p->world_version = workspace->world_version;
+  p->now = now;
+
+  // 1. The recipient, resolved once; an address never seen becomes a new entity.
+  auto to = FindRecipient(tx, ws, req.to);
+  if (!to.ok()) return to.status();
+  if (to->known) {
+    p->who = std::move(*to->known);
+  } else {
+    p->who =
+        Entity{NewId("entity_", clock_), ws, "person", to->identifier, {to->identifier}, {}, now};
+    CORTEX_RETURN_IF_ERROR(tx.entities().Insert(p->who));
+    p->world_version = NewIdAfter("wv_", clock_, p->world_version);
+    CORTEX_RETURN_IF_ERROR(tx.workspaces().SetWorldVersion(ws, p->world_version));
+    p->first_contact = true;
+  }
+
+  auto subject = CheckMailFields(tx, ws, req);
+  if (!subject.ok()) return subject.status();
+  p->subject = std::move(*subject);
+
+  // 2. Draft (the model's, when it answered; else the built-in drafter's).
+  auto draft = DraftMessage(req.message, req.tone, p->who.name);
+  if (!draft.ok()) return draft.status();
+  p->draft = model_draft ? *model_draft : *draft;
+
+  // 3. The facts the decision rests on, then the decision itself.
+  auto read = ReadFacts(tx, *p, req.message);
+  if (!read.ok()) return read.status();
+  *facts = std::move(*read);
+  Situation situation;
+  situation.episode = &facts->outgoing;
+  situation.counterparty = &p->who;
+  situation.signals = facts->signals;
+  LocalTime lt = ToLocal(now, facts->settings);
+  situation.local_minute_of_day = lt.minute_of_day;
+  situation.local_weekday = lt.weekday;
+  p->verdict = DecideAction(kClass, facts->trust, config_.trust, facts->rules, situation);
+  p->signals = std::move(facts->signals);
+
+  // 4. Why, in the words the provenance keeps.
+  auto triage = FindTriageLink(tx, ws, p->who.id, now);
+  if (!triage.ok()) return triage.status();
+  p->triage = std::move(*triage);
+  return Explain(tx, *p);
 }
 
 Result<ActionEngine::Facts> ActionEngine::ReadFacts(ReadTx& tx, const Proposal& p,
@@ -388,12 +417,31 @@ Status ActionEngine::Explain(ReadTx& tx, Proposal& p) {
 Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
                                             const CommunicateRequest& req,
                                             const json& drafter_note) {
-  const ActionVerdict& v = p.verdict;
-  const std::string& ws = p.ws;
   std::string trace = NewId("trc_", clock_);
+  Action action = NewAction(p, req);
+  // One decision per fired rule, then the proposal itself.
+  auto fired_ids = RecordFiredRules(tx, p, trace, action.id);
+  if (!fired_ids.ok()) return fired_ids.status();
+  const std::string level_reason = LevelReason(p);
+  Decision proposal =
+      ProposalDecision(p, action, trace, std::move(*fired_ids), drafter_note, level_reason);
+  std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
+  proposal.ledger_entry_id = ledger_id;
+  action.decision_id = proposal.id;
+  CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(proposal));
+  CORTEX_RETURN_IF_ERROR(tx.actions().Insert(action));
+  CORTEX_RETURN_IF_ERROR(RecordInLedger(tx, p, action, level_reason, ledger_id));
+  if (action.status == ActionStatus::kPending && p.verdict.level == 1) {
+    CORTEX_RETURN_IF_ERROR(RequestApproval(tx, p, action, level_reason));
+  }
+  return action;
+}
+
+Action ActionEngine::NewAction(const Proposal& p, const CommunicateRequest& req) const {
+  const ActionVerdict& v = p.verdict;
   Action action;
   action.id = NewId("act_", clock_);
-  action.workspace_id = ws;
+  action.workspace_id = p.ws;
   action.action_class = kClass;
   action.entity_id = p.who.id;
   action.recipient = AddressOf(p.who);
@@ -410,27 +458,24 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   action.status = v.status();
   if (v.level == 1) action.due_at = p.now + config_.draft_expiry;
   if (v.level == 2) action.due_at = p.now + config_.undo_window;
+  return action;
+}
 
-  // One decision per fired rule, then the proposal itself.
+Result<json> ActionEngine::RecordFiredRules(WriteTx& tx, const Proposal& p,
+                                            const std::string& trace,
+                                            const std::string& action_id) {
   ConfidenceThresholds thresholds;
   json fired_ids = json::array();
-  for (const Rule* r : v.fired) {
+  for (const Rule* r : p.verdict.fired) {
     Decision d;
     d.id = NewId("dec_", clock_);
-    d.workspace_id = ws;
+    d.workspace_id = p.ws;
     d.decision_class = DecisionClass::kRuleFired;
     d.status = DecisionStatus::kRecorded;
     d.occurred_at = p.now;
     d.entity_id = p.who.id;
-    std::string effect;
-    if (r->then.max_level) {
-      effect = "cap the level at " + std::to_string(*r->then.max_level) + " (" +
-               LevelName(*r->then.max_level) + ")";
-    }
-    if (r->then.block) effect += std::string(effect.empty() ? "" : ", ") + "block the send";
-    if (r->then.urgent) effect += std::string(effect.empty() ? "" : ", ") + "mark it urgent";
     d.payload_summary =
-        "Rule '" + r->name + "' fired on the message to " + p.who.name + ": " + effect + ".";
+        "Rule '" + r->name + "' fired on the message to " + p.who.name + ": " + EffectOf(*r) + ".";
     d.rule_id = r->id;
     d.rule_summary = r->summary;
     d.confidence = ConfidenceLabel(*r, thresholds);
@@ -438,15 +483,22 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
     d.agent_version = p.agent_version;
     d.world_version = p.world_version;
     d.source_episode_ids = r->evidence;
-    d.details_json = DumpJson({{"action_id", action.id}, {"rule_name", r->name}});
+    d.details_json = DumpJson({{"action_id", action_id}, {"rule_name", r->name}});
     CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(d));
-    CORTEX_RETURN_IF_ERROR(tx.rules().AddHits(ws, r->id, 1));
+    CORTEX_RETURN_IF_ERROR(tx.rules().AddHits(p.ws, r->id, 1));
     fired_ids.push_back(d.id);
   }
+  return fired_ids;
+}
 
+Decision ActionEngine::ProposalDecision(const Proposal& p, const Action& action,
+                                        const std::string& trace, json fired_ids,
+                                        const json& drafter_note,
+                                        const std::string& level_reason) const {
+  const ActionVerdict& v = p.verdict;
   Decision proposal;
   proposal.id = NewId("dec_", clock_);
-  proposal.workspace_id = ws;
+  proposal.workspace_id = p.ws;
   proposal.decision_class = DecisionClass::kActionProposed;
   proposal.status = DecisionStatusOf(action.status);
   proposal.occurred_at = p.now;
@@ -471,16 +523,15 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   details["rules_fired"] = std::move(fired_ids);
   details["first_contact"] = p.first_contact;
   details["drafting"] = drafter_note;
-  const std::string level_reason = LevelReason(p);
   details["level_reason"] = level_reason;  // decision.inspect shows it from here
   proposal.details_json = DumpJson(details);
   if (p.triage) proposal.triage_decision_id = p.triage->decision_id;
-  std::string ledger_id = NewId("led_", clock_);  // the entry below, named at insert
-  proposal.ledger_entry_id = ledger_id;
-  action.decision_id = proposal.id;
-  CORTEX_RETURN_IF_ERROR(tx.decisions().Insert(proposal));
-  CORTEX_RETURN_IF_ERROR(tx.actions().Insert(action));
+  return proposal;
+}
 
+Status ActionEngine::RecordInLedger(WriteTx& tx, const Proposal& p, const Action& action,
+                                    const std::string& level_reason, const std::string& ledger_id) {
+  const ActionVerdict& v = p.verdict;
   json provenance = json::object();
   provenance["rule_summary"] = p.rule_summary;
   provenance["level_reason"] = level_reason;
@@ -494,29 +545,31 @@ Result<Action> ActionEngine::RecordProposal(WriteTx& tx, const Proposal& p,
   detail["draft"] = action.draft;
   detail["urgent"] = v.urgent;
   if (action.due_at) detail["due_at"] = FormatTime(*action.due_at);
-  auto led = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id,
+  auto led = AppendLedgerEntry(tx, clock_, p.ws, action.id, action.decision_id,
                                v.level == 0 ? LedgerEvent::kRefused : LedgerEvent::kProposed,
                                provenance, detail, ledger_id);
   if (!led.ok()) return led.status();
   if (action.status == ActionStatus::kExecuted) {
-    auto exec = AppendLedgerEntry(tx, clock_, ws, action.id, proposal.id, LedgerEvent::kExecuted,
-                                  provenance,
+    auto exec = AppendLedgerEntry(tx, clock_, p.ws, action.id, action.decision_id,
+                                  LedgerEvent::kExecuted, provenance,
                                   {{"by", Actor::Engine().Json()}, {"because", "trust level 3"}});
     if (!exec.ok()) return exec.status();
     CORTEX_RETURN_IF_ERROR(EnqueueDelivery(tx, action, p.now));
   }
-  if (action.status == ActionStatus::kPending && v.level == 1) {
-    json data = json::object();
-    data["decision_id"] = proposal.id;
-    data["action_id"] = action.id;
-    data["counterparty"] = {{"entity_id", p.who.id}, {"name", p.who.name}};
-    data["recipient"] = action.recipient;
-    data["draft"] = action.draft;
-    data["level_reason"] = provenance["level_reason"];
-    data["expires_at"] = FormatTime(*action.due_at);
-    CORTEX_RETURN_IF_ERROR(QueuePush(tx, clock_, ws, kApprovalRequested, std::move(data)));
-  }
-  return action;
+  return Status::Ok();
+}
+
+Status ActionEngine::RequestApproval(WriteTx& tx, const Proposal& p, const Action& action,
+                                     const std::string& level_reason) {
+  json data = json::object();
+  data["decision_id"] = action.decision_id;
+  data["action_id"] = action.id;
+  data["counterparty"] = {{"entity_id", p.who.id}, {"name", p.who.name}};
+  data["recipient"] = action.recipient;
+  data["draft"] = action.draft;
+  data["level_reason"] = level_reason;
+  data["expires_at"] = FormatTime(*action.due_at);
+  return QueuePush(tx, clock_, p.ws, kApprovalRequested, std::move(data));
 }
 
 ActionResult ActionEngine::Outcome(const Proposal& p, const Action& action) const {

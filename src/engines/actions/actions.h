@@ -93,6 +93,19 @@ class ActionEngine {
   // quota_exceeded result when the budget is spent.
   Result<std::optional<ActionResult>> SpendInference(const std::string& ws,
                                                      const std::string& token_id);
+  // The first result of `req`'s idempotency key, if one was recorded (idempotency.h).
+  Result<std::optional<ActionResult>> ReadReplay(const std::string& ws,
+                                                 const CommunicateRequest& req);
+  // The model drafter's answer, drafted before Communicate's transaction.
+  struct ModelDraft {
+    std::optional<std::string> text;                 // none: the built-in drafter's draft is sent
+    nlohmann::json note = {{"drafter", "builtin"}};  // who drafted it (the decision's details)
+  };
+  // Checks the recipient and tone (a bad one costs nothing), spends one unit of today's
+  // inference budget and asks the model, outside any transaction (never hold the write lock
+  // across a network call). The caller's quota_exceeded result when the budget is spent.
+  Result<std::optional<ActionResult>> DraftByModel(const std::string& ws,
+                                                   const CommunicateRequest& req, ModelDraft* out);
   Result<ActionResult> EndPending(const std::string& ws, const std::string& decision_id,
                                   bool approve, const std::optional<std::string>& text,
                                   const Actor& by);
@@ -123,12 +136,36 @@ class ActionEngine {
     std::vector<Rule> rules;  // active action rules of the class, in evaluation order
   };
   Result<Facts> ReadFacts(ReadTx& tx, const Proposal& p, const std::string& message);
+  // Communicate's steps 1 to 4 in its transaction, at `now`: the recipient (an address never
+  // seen becomes a new entity), subject, draft (`model_draft` if given), the facts and the
+  // verdict (which points into `facts`), and why.
+  Status Propose(WriteTx& tx, const std::string& ws, TimePoint now, const CommunicateRequest& req,
+                 const std::optional<std::string>& model_draft, Proposal* p, Facts* facts);
   // Why the proposal went out at its level: trust, its basis, a ceiling or rule that capped it.
   static std::string LevelReason(const Proposal& p);
   // Fills p's explanation from its verdict and triage link.
   Status Explain(ReadTx& tx, Proposal& p);
+  // Communicate's step 5: the decisions, the action, its ledger entries and, when it
+  // executes, the outbox row; a draft's approval request is pushed.
   Result<Action> RecordProposal(WriteTx& tx, const Proposal& p, const CommunicateRequest& req,
                                 const nlohmann::json& drafter_note);
+  // The action `p` proposes, due when its level says (not stored; no decision id yet).
+  Action NewAction(const Proposal& p, const CommunicateRequest& req) const;
+  // Stores a rule_fired decision for each rule that fired on the proposal (and counts its
+  // hit); returns their ids.
+  Result<nlohmann::json> RecordFiredRules(WriteTx& tx, const Proposal& p, const std::string& trace,
+                                          const std::string& action_id);
+  // The action_proposed decision of `action` (not stored), its details naming `fired_ids`.
+  Decision ProposalDecision(const Proposal& p, const Action& action, const std::string& trace,
+                            nlohmann::json fired_ids, const nlohmann::json& drafter_note,
+                            const std::string& level_reason) const;
+  // The ledger's proposed (or refused) entry `ledger_id` of `action`; when it executes, its
+  // executed entry and the outbox row.
+  Status RecordInLedger(WriteTx& tx, const Proposal& p, const Action& action,
+                        const std::string& level_reason, const std::string& ledger_id);
+  // Pushes the approval request of a level 1 draft.
+  Status RequestApproval(WriteTx& tx, const Proposal& p, const Action& action,
+                         const std::string& level_reason);
   ActionResult Outcome(const Proposal& p, const Action& action) const;
 
   Store& store_;
