@@ -281,140 +281,163 @@ const Rule* CoveredBy(const Rule& f, const std::vector<Rule>& stored, const Enti
   return nullptr;
 }
 
-// The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
-Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
-            TimePoint now, LearnMemory::Impl& memory, std::vector<Change>* changes,
-            bool* rules_changed, std::string* fingerprint, std::vector<std::string>* covered) {
-  auto settings = tx.workspaces().Settings(ws_id);
-  if (!settings.ok()) return settings.status();
-  CORTEX_RETURN_IF_ERROR(Recall(tx, ws_id, *settings, now, config, memory));
-  auto stored = tx.rules().List(ws_id, /*active_only=*/false);
-  if (!stored.ok()) return stored.status();
-  *fingerprint = Fingerprint(*stored);
-  // The focus blocks are read on every pass (a few a day; no memory): a calendar change
-  // retracts a block without a new episode to tell an incremental read.
-  auto spans = tx.episodes().BlocksSince(
-      ws_id, now - std::chrono::days(config.lookback_days) - kMaxBlockLength);
-  if (!spans.ok()) return spans.status();
-  Blocks blocks{std::move(*spans)};
+// What the read half of a pass works with: what it read, and where it puts the changes it
+// plans.
+struct PlanState {
+  const Clock& clock;
+  const std::string& ws_id;
+  const LearningConfig& config;
+  TimePoint now;
+  std::vector<Change>* changes;
+  bool* rules_changed;
+  std::vector<std::string>* covered;
 
-  auto histories = Observe(memory, blocks, now, config);
-  std::map<std::string, Entity> entities;
-  auto load_entity = [&](const std::string& id) -> Status {
-    if (entities.count(id)) return Status::Ok();
-    auto e = tx.entities().Get(ws_id, id);
-    if (!e.ok()) return e.status();
-    entities.emplace(id, std::move(*e));
-    return Status::Ok();
-  };
-  for (const auto& [id, h] : histories) CORTEX_RETURN_IF_ERROR(load_entity(id));
-  // The current row of each pattern: the newest.
-  std::map<std::string, Rule*> current;
-  for (Rule& r : *stored) {
-    if (r.origin != RuleOrigin::kLearned || r.pattern.empty()) continue;
-    Rule*& slot = current[r.pattern];
-    if (slot == nullptr || slot->id < r.id) slot = &r;
-    if (auto split = SplitPattern(r.pattern)) {
-      Status s = load_entity(split->second);
-      if (!s.ok() && s.code() != Code::kNotFound) return s;
-    }
-  }
-
-  std::vector<Finding> findings = FindIn(histories, entities, now, config);
-
+  // What it read (= {}: Plan names only the members above).
+  std::vector<Rule> stored = {};                            // every rule of the workspace
+  std::unordered_map<std::string, History> histories = {};  // by counterparty
+  std::map<std::string, Entity> entities = {};  // the counterparties of histories and patterns
+  std::map<std::string, Rule*> current = {};    // each learned pattern's row: the newest
   // What triage did with the messages of the backtest window.
-  std::unordered_map<std::string, TriageClass> got;
-  {
-    std::unordered_set<std::string_view> recent;
-    TimePoint from = now - std::chrono::days(config.backtest_days);
-    for (const auto& [id, h] : histories) {
-      for (const Observation& o : h.received) {
-        if (o.msg->occurred_at >= from) recent.insert(o.msg->id);
-      }
-    }
-    if (!recent.empty()) {
-      auto classes = tx.episodes().NotifiedClasses(ws_id, from);
-      if (!classes.ok()) return classes.status();
-      for (auto& [ep, cls] : *classes) {
-        if (recent.count(ep)) got.emplace(std::move(ep), cls);
-      }
-    }
-  }
-  auto backtest = [&](Rule& r) {
+  std::unordered_map<std::string, TriageClass> got = {};
+  std::set<std::string> seen = {};  // the patterns found by this pass
+
+  // Sets r.backtest from its counterparty's history.
+  void BacktestOf(Rule& r) const {
     auto split = SplitPattern(r.pattern);
     static const History kNone;
     auto it = split ? histories.find(split->second) : histories.end();
     r.backtest = Backtest(r, it == histories.end() ? kNone : it->second, got, now, config);
-  };
+  }
+};
 
-  std::set<std::string> seen;
-  for (Finding& f : findings) {
-    seen.insert(f.rule.pattern);
-    auto it = current.find(f.rule.pattern);
-    Rule* cur = it == current.end() ? nullptr : it->second;
-    auto who = entities.find(EntityOfPattern(f.rule.pattern));
-    const Rule* own = who == entities.end() ? nullptr : CoveredBy(f.rule, *stored, who->second);
-    if (own != nullptr && (cur == nullptr || cur->status != RuleStatus::kActive)) {
-      // Not proposed: the person's rule already does it. A proposal made before is withdrawn.
-      covered->push_back(f.rule.summary + " (your rule '" + own->name + "')");
-      if (cur != nullptr && cur->status == RuleStatus::kProposed) {
-        Rule r = *cur;
-        r.status = RuleStatus::kRetired;
-        r.active = false;
-        std::string why = "Withdrew the proposed rule '" + r.name + "': your rule '" + own->name +
-                          "' already does this. " + r.summary;
-        changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
-      }
-      continue;
-    }
-    bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
-                   (cur->status == RuleStatus::kRejected &&
-                    f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
-    if (propose) {
-      Rule r = std::move(f.rule);
-      r.id = NewId("rul_", clock);
-      r.workspace_id = ws_id;
-      r.created_at = now;
-      backtest(r);
-      std::string what = "Proposed a learned rule: " + r.summary;
-      if (config.auto_accept_strong && ConfidenceLabel(r, config.thresholds) == "strong_pattern") {
-        // [learning] auto_accept_strong: in force at once, as if the person had accepted it.
-        r.status = RuleStatus::kActive;
-        r.active = true;
-        *rules_changed = true;
-        what =
-            "Proposed a learned rule and put it in force (a strong pattern, and "
-            "[learning] auto_accept_strong is on): " +
-            r.summary;
-      }
-      changes->push_back({std::move(r), true, std::nullopt, DecisionClass::kRuleProposed, what});
-      continue;
-    }
-    if (cur->status == RuleStatus::kProposed) {
-      // A proposal follows the pattern as it now stands (its days may change).
-      Rule r = *cur;
-      Rule& n = f.rule;
-      r.when = n.when;
-      r.then = n.then;
-      r.summary = n.summary;
-      r.evidence = n.evidence;
-      r.contradiction_evidence = n.contradiction_evidence;
-      r.support = n.support;
-      r.contradictions = n.contradictions;
-      backtest(r);
-      if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+// Reads the rules and brings `memory` up to date; the histories it judges, their
+// counterparties and those of the learned patterns, and each pattern's current row.
+Status ReadRulesAndHistories(ReadTx& tx, LearnMemory::Impl& memory, PlanState* s) {
+  auto settings = tx.workspaces().Settings(s->ws_id);
+  if (!settings.ok()) return settings.status();
+  CORTEX_RETURN_IF_ERROR(Recall(tx, s->ws_id, *settings, s->now, s->config, memory));
+  auto stored = tx.rules().List(s->ws_id, /*active_only=*/false);
+  if (!stored.ok()) return stored.status();
+  s->stored = std::move(*stored);
+  // The focus blocks are read on every pass (a few a day; no memory): a calendar change
+  // retracts a block without a new episode to tell an incremental read.
+  auto spans = tx.episodes().BlocksSince(
+      s->ws_id, s->now - std::chrono::days(s->config.lookback_days) - kMaxBlockLength);
+  if (!spans.ok()) return spans.status();
+  Blocks blocks{std::move(*spans)};
+
+  s->histories = Observe(memory, blocks, s->now, s->config);
+  auto load_entity = [&](const std::string& id) -> Status {
+    if (s->entities.count(id)) return Status::Ok();
+    auto e = tx.entities().Get(s->ws_id, id);
+    if (!e.ok()) return e.status();
+    s->entities.emplace(id, std::move(*e));
+    return Status::Ok();
+  };
+  for (const auto& [id, h] : s->histories) CORTEX_RETURN_IF_ERROR(load_entity(id));
+  for (Rule& r : s->stored) {
+    if (r.origin != RuleOrigin::kLearned || r.pattern.empty()) continue;
+    Rule*& slot = s->current[r.pattern];
+    if (slot == nullptr || slot->id < r.id) slot = &r;
+    if (auto split = SplitPattern(r.pattern)) {
+      Status st = load_entity(split->second);
+      if (!st.ok() && st.code() != Code::kNotFound) return st;
     }
   }
-  // Active learned rules are checked against the evidence as it now stands; proposals
-  // the evidence no longer supports are withdrawn.
-  for (auto& [pattern, cur] : current) {
+  return Status::Ok();
+}
+
+// Reads what triage did with the messages of the backtest window (s->got).
+Status ReadTriaged(ReadTx& tx, PlanState* s) {
+  std::unordered_set<std::string_view> recent;
+  TimePoint from = s->now - std::chrono::days(s->config.backtest_days);
+  for (const auto& [id, h] : s->histories) {
+    for (const Observation& o : h.received) {
+      if (o.msg->occurred_at >= from) recent.insert(o.msg->id);
+    }
+  }
+  if (recent.empty()) return Status::Ok();
+  auto classes = tx.episodes().NotifiedClasses(s->ws_id, from);
+  if (!classes.ok()) return classes.status();
+  for (auto& [ep, cls] : *classes) {
+    if (recent.count(ep)) s->got.emplace(std::move(ep), cls);
+  }
+  return Status::Ok();
+}
+
+// What a pattern found by the pass changes: nothing proposed where the person's rule already
+// does it (and a proposal made before withdrawn); a new proposal where there is none, or it
+// was retired, or rejected on half the support; a proposal made before follows the pattern.
+void PlanFinding(Finding& f, PlanState& s) {
+  s.seen.insert(f.rule.pattern);
+  auto it = s.current.find(f.rule.pattern);
+  Rule* cur = it == s.current.end() ? nullptr : it->second;
+  auto who = s.entities.find(EntityOfPattern(f.rule.pattern));
+  const Rule* own = who == s.entities.end() ? nullptr : CoveredBy(f.rule, s.stored, who->second);
+  if (own != nullptr && (cur == nullptr || cur->status != RuleStatus::kActive)) {
+    // Not proposed: the person's rule already does it. A proposal made before is withdrawn.
+    s.covered->push_back(f.rule.summary + " (your rule '" + own->name + "')");
+    if (cur != nullptr && cur->status == RuleStatus::kProposed) {
+      Rule r = *cur;
+      r.status = RuleStatus::kRetired;
+      r.active = false;
+      std::string why = "Withdrew the proposed rule '" + r.name + "': your rule '" + own->name +
+                        "' already does this. " + r.summary;
+      s.changes->push_back({std::move(r), false, s.now, DecisionClass::kRuleRetired, why});
+    }
+    return;
+  }
+  bool propose = cur == nullptr || cur->status == RuleStatus::kRetired ||
+                 (cur->status == RuleStatus::kRejected &&
+                  f.rule.support >= 2 * std::max<int64_t>(cur->rejected_support, 1));
+  if (propose) {
+    Rule r = std::move(f.rule);
+    r.id = NewId("rul_", s.clock);
+    r.workspace_id = s.ws_id;
+    r.created_at = s.now;
+    s.BacktestOf(r);
+    std::string what = "Proposed a learned rule: " + r.summary;
+    if (s.config.auto_accept_strong &&
+        ConfidenceLabel(r, s.config.thresholds) == "strong_pattern") {
+      // [learning] auto_accept_strong: in force at once, as if the person had accepted it.
+      r.status = RuleStatus::kActive;
+      r.active = true;
+      *s.rules_changed = true;
+      what =
+          "Proposed a learned rule and put it in force (a strong pattern, and "
+          "[learning] auto_accept_strong is on): " +
+          r.summary;
+    }
+    s.changes->push_back({std::move(r), true, std::nullopt, DecisionClass::kRuleProposed, what});
+    return;
+  }
+  if (cur->status == RuleStatus::kProposed) {
+    // A proposal follows the pattern as it now stands (its days may change).
+    Rule r = *cur;
+    Rule& n = f.rule;
+    r.when = n.when;
+    r.then = n.then;
+    r.summary = n.summary;
+    r.evidence = n.evidence;
+    r.contradiction_evidence = n.contradiction_evidence;
+    r.support = n.support;
+    r.contradictions = n.contradictions;
+    s.BacktestOf(r);
+    if (!SameEvidence(r, *cur)) s.changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+  }
+}
+
+// Active learned rules are checked against the evidence as it now stands; proposals the
+// evidence no longer supports (not found by this pass) are withdrawn.
+void RecheckLearnedRules(PlanState& s) {
+  for (auto& [pattern, cur] : s.current) {
     bool active = cur->status == RuleStatus::kActive;
-    bool withdrawn = cur->status == RuleStatus::kProposed && !seen.count(pattern);
+    bool withdrawn = cur->status == RuleStatus::kProposed && !s.seen.count(pattern);
     if (!active && !withdrawn) continue;
     Rule r = *cur;
-    if (!ReevaluateWith(r, histories, entities, now, config)) continue;
-    backtest(r);
-    if (withdrawn || ConfidenceLabel(r, config.thresholds) == "just_guessing") {
+    if (!ReevaluateWith(r, s.histories, s.entities, s.now, s.config)) continue;
+    s.BacktestOf(r);
+    if (withdrawn || ConfidenceLabel(r, s.config.thresholds) == "just_guessing") {
       r.status = RuleStatus::kRetired;
       r.active = false;
       std::string why = active ? "Retired the learned rule '" + r.name +
@@ -423,13 +446,26 @@ Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const Lear
                                      std::to_string(r.contradictions) + "). " + r.summary
                                : "Withdrew the proposed rule '" + r.name +
                                      "': its evidence no longer holds. " + r.summary;
-      changes->push_back({std::move(r), false, now, DecisionClass::kRuleRetired, why});
-      *rules_changed = *rules_changed || active;
+      s.changes->push_back({std::move(r), false, s.now, DecisionClass::kRuleRetired, why});
+      *s.rules_changed = *s.rules_changed || active;
       continue;
     }
-    if (!SameEvidence(r, *cur)) changes->push_back({std::move(r), false, std::nullopt, {}, ""});
+    if (!SameEvidence(r, *cur)) s.changes->push_back({std::move(r), false, std::nullopt, {}, ""});
   }
-  return RecheckOwnRules(tx, ws_id, config, now, histories, *stored, changes, rules_changed);
+}
+
+// The read half of a pass: the changes it makes, and the fingerprint of the rules it read.
+Status Plan(ReadTx& tx, const Clock& clock, const std::string& ws_id, const LearningConfig& config,
+            TimePoint now, LearnMemory::Impl& memory, std::vector<Change>* changes,
+            bool* rules_changed, std::string* fingerprint, std::vector<std::string>* covered) {
+  PlanState s{clock, ws_id, config, now, changes, rules_changed, covered};
+  CORTEX_RETURN_IF_ERROR(ReadRulesAndHistories(tx, memory, &s));
+  *fingerprint = Fingerprint(s.stored);
+  std::vector<Finding> findings = FindIn(s.histories, s.entities, now, config);
+  CORTEX_RETURN_IF_ERROR(ReadTriaged(tx, &s));
+  for (Finding& f : findings) PlanFinding(f, s);
+  RecheckLearnedRules(s);
+  return RecheckOwnRules(tx, ws_id, config, now, s.histories, s.stored, changes, rules_changed);
 }
 
 }  // namespace
