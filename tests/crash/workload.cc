@@ -90,7 +90,7 @@ void ActionThread(Store& store, const Clock& clock, const std::string& ws, const
       req.message = "Update " + std::to_string(op) + std::string(rng() % 300, 'x');
       auto r = engine.Communicate(ws, req);
       if (!r.ok()) continue;
-      LoadLog::Proposal p{r->decision_id, r->action_id, r->status, level};
+      LoadLog::Proposal p{r->decision_id, r->action_id, std::string(Name(r->outcome)), level};
       log->Update([&](LoadLog& l) { l.proposals.push_back(p); });
       if (p.status == "pending_approval") pending.push_back(p);
       continue;
@@ -103,7 +103,7 @@ void ActionThread(Store& store, const Clock& clock, const std::string& ws, const
     auto r = approve ? engine.Approve(ws, p.decision_id, std::nullopt, by)
                      : engine.Reject(ws, p.decision_id, std::string("no"), by);
     // Conflict: the scheduled work got there first (executed or expired).
-    if (!r.ok() || r->status == "error") continue;
+    if (!r.ok() || r->outcome == ActionOutcome::kError) continue;
     log->Update([&](LoadLog& l) { l.endings.push_back({p.decision_id, p.action_id, approve}); });
   }
 }
