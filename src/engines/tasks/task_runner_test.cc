@@ -265,5 +265,20 @@ TEST_F(TaskRunnerTest, AWorkingTaskOfAnInstanceWithNoHeartbeatAtAllIsFailed) {
   EXPECT_EQ(Row(orphan.id).status, TaskStatus::kFailed);
 }
 
+// The store keeps to kTaskMoves: an ended task is not moved again, and nothing changes.
+TEST_F(TaskRunnerTest, TheStoreRefusesAMoveTheTableDoesNotList) {
+  McpTask done = NewTask("echo");
+  done.status = TaskStatus::kCompleted;
+  done.created_at = done.updated_at = clock_.Now();
+  ASSERT_TRUE(store_->Write([&](WriteTx& tx) { return tx.calls().InsertTask(done); }).ok());
+  McpTask again = done;
+  again.status = TaskStatus::kWorking;
+  Status st =
+      store_->Write([&](WriteTx& tx) { return tx.calls().UpdateTask(again, done).status(); });
+  EXPECT_EQ(st.code(), Code::kInternal) << st.ToString();
+  EXPECT_NE(st.message().find("cannot move from completed to working"), std::string::npos);
+  EXPECT_EQ(Row(done.id).status, TaskStatus::kCompleted);
+}
+
 }  // namespace
 }  // namespace cortex

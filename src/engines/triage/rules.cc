@@ -30,9 +30,9 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 // ": the signals are a, b, ...", for an error naming an unknown one.
 std::string KnownSignals() {
-  std::string out = ": the signals are ";
+  std::string out;
   for (SignalKind k : AllOf<SignalKind>()) {
-    if (k != SignalKind::kVipCounterparty) out += ", ";
+    out += out.empty() ? ": the signals are " : ", ";
     out += Name(k);
   }
   return out;
